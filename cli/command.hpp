@@ -1,0 +1,15 @@
+// How subcommands plug into the one `tensorwire` binary: each add_*_command adds
+// its CLI11 subcommands; the one the user picks stores its action, which main runs
+// after parsing and whose return value is the exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace tw::cli {
+
+using Action = std::function<int()>;
+
+void add_profile_command(CLI::App& app, Action& action);
+
+}  // namespace tw::cli

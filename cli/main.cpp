@@ -1,0 +1,37 @@
+#include <fmt/core.h>
+
+#include "command.hpp"
+#include "tensorwire/core/diagnostic.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tensorwire: capture, replay and analyse the network traffic of distributed deep-learning training.\n"
+      "Docs: README.md and docs/ in the source tree."};
+  app.name("tensorwire");
+  app.set_version_flag("--version", std::string(TW_VERSION));
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  tw::cli::Action action;
+  tw::cli::add_profile_command(app, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!action) {
+    // A command group (like `profile`) given without its subcommand.
+    for (const CLI::App* sub : app.get_subcommands()) fmt::print(stderr, "{}", sub->help());
+    return 2;
+  }
+  try {
+    return action();
+  } catch (const tw::InputError& e) {
+    for (const auto& d : e.diagnostics()) fmt::print(stderr, "{}\n", d.str());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tensorwire: {}\n", e.what());
+    return 1;
+  }
+}

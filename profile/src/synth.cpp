@@ -1,0 +1,143 @@
+#include <algorithm>
+#include <stdexcept>
+
+#include "synth_builder.hpp"
+#include "tensorwire/core/yaml_reader.hpp"
+
+namespace tw {
+
+// 128-bit intermediates keep scaled arithmetic exact (a GCC/Clang extension).
+__extension__ typedef unsigned __int128 U128;
+
+Pattern parse_pattern(const std::string& name) {
+  if (name == "ring-allreduce" || name == "ring") return Pattern::ring_allreduce;
+  if (name == "ps" || name == "parameter-server") return Pattern::parameter_server;
+  throw std::invalid_argument("unknown pattern '" + name + "': use ring-allreduce or ps");
+}
+
+const char* pattern_name(Pattern p) { return p == Pattern::ring_allreduce ? "ring-allreduce" : "ps"; }
+
+Profile synthesize(const Model& model, const SynthOptions& o) {
+  if (model.tensors.empty()) throw std::invalid_argument("model '" + model.name + "' has no tensors");
+  if (o.iterations == 0 || o.iterations > limits::kMaxIterations) {
+    throw std::invalid_argument("--iterations must be from 1 to " + std::to_string(limits::kMaxIterations));
+  }
+  if (o.fwd && (*o.fwd <= 0 || *o.fwd > limits::kMaxDuration)) throw std::invalid_argument("--fwd-ms must be positive and at most an hour");
+  if (o.bwd && (*o.bwd <= 0 || *o.bwd > limits::kMaxDuration)) throw std::invalid_argument("--bwd-ms must be positive and at most an hour");
+  if (o.optimizer < 0 || o.optimizer > limits::kMaxDuration) throw std::invalid_argument("--optimizer-ms must be zero or more and at most an hour");
+  if (!o.fwd && model.fwd <= 0) throw std::invalid_argument("model '" + model.name + "' gives no forward time: pass --fwd-ms");
+  if (!o.bwd && model.bwd <= 0) throw std::invalid_argument("model '" + model.name + "' gives no backward time: pass --bwd-ms");
+  return o.pattern == Pattern::ring_allreduce ? synth::ring_allreduce(model, o) : synth::parameter_server(model, o);
+}
+
+namespace synth {
+
+RankId Builder::add_rank(Role role) {
+  const auto id = static_cast<RankId>(p_.ranks.size());
+  p_.ranks.push_back({id, "", role});
+  return id;
+}
+
+FlowIndex Builder::flow(RankId src, RankId dst) {
+  const auto [it, added] = flows_.try_emplace({src, dst}, static_cast<FlowIndex>(p_.flows.size()));
+  if (added) p_.flows.push_back({"r" + std::to_string(src) + "-r" + std::to_string(dst), src, dst});
+  return it->second;
+}
+
+OpIndex Builder::compute(RankId rank, std::string id, Nanos duration, std::vector<Dependency> after) {
+  Op op;
+  op.id = std::move(id);
+  op.type = OpType::compute;
+  op.rank = rank;
+  op.duration = duration;
+  op.after = std::move(after);
+  p_.ops.push_back(std::move(op));
+  return static_cast<OpIndex>(p_.ops.size() - 1);
+}
+
+OpIndex Builder::send(FlowIndex flow, std::string id, Bytes bytes, std::string tensor, std::vector<Dependency> after) {
+  Op op;
+  op.id = std::move(id);
+  op.type = OpType::send;
+  op.flow = flow;
+  op.rank = p_.flows[flow].src;
+  op.bytes = bytes;
+  op.tensor = std::move(tensor);
+  op.after = std::move(after);
+  p_.ops.push_back(std::move(op));
+  return static_cast<OpIndex>(p_.ops.size() - 1);
+}
+
+std::string sanitize(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    if (!valid_id(std::string_view(&c, 1))) c = '_';
+  }
+  return out.substr(0, 200);
+}
+
+std::vector<std::size_t> layer_of_tensors(const Model& model, const std::vector<Layer>& layers) {
+  std::vector<std::size_t> out(model.tensors.size(), 0);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    for (std::size_t i = 0; i < layers[l].count; ++i) out[layers[l].first + i] = l;
+  }
+  return out;
+}
+
+namespace {
+// Splits `total` over layers in proportion to their bytes; cumulative rounding
+// keeps the sum exact before the 1 ns floor.
+std::vector<Nanos> proportional(Nanos total, const std::vector<Layer>& layers) {
+  Bytes all = 0;
+  for (const auto& l : layers) all += l.bytes;
+  std::vector<Nanos> out;
+  out.reserve(layers.size());
+  Bytes cumulative = 0;
+  Nanos given = 0;
+  for (const auto& l : layers) {
+    cumulative += l.bytes;
+    const auto upto = static_cast<Nanos>(static_cast<U128>(total) * cumulative / (all == 0 ? 1 : all));
+    out.push_back(std::max<Nanos>(1, upto - given));
+    given = upto;
+  }
+  return out;
+}
+}  // namespace
+
+LayerTimes layer_times(const Model& model, const std::vector<Layer>& layers, const SynthOptions& o) {
+  LayerTimes t;
+  const bool measured = !model.tensors.empty() && model.tensors.front().fwd.has_value();
+  if (measured && !o.fwd && !o.bwd) {
+    for (const auto& l : layers) {
+      Nanos f = 0, b = 0;
+      for (std::size_t i = 0; i < l.count; ++i) {
+        f += *model.tensors[l.first + i].fwd;
+        b += *model.tensors[l.first + i].bwd;
+      }
+      t.fwd.push_back(std::max<Nanos>(1, f));
+      t.bwd.push_back(std::max<Nanos>(1, b));
+    }
+    return t;
+  }
+  t.fwd = proportional(o.fwd.value_or(model.fwd), layers);
+  t.bwd = proportional(o.bwd.value_or(model.bwd), layers);
+  return t;
+}
+
+std::vector<OpIndex> compute_chain(Builder& b, RankId rank, const std::vector<Layer>& layers, const LayerTimes& t) {
+  const std::string prefix = "r" + std::to_string(rank) + ".";
+  std::vector<Dependency> prev;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const OpIndex op = b.compute(rank, prefix + "fwd." + sanitize(layers[l].name), t.fwd[l], prev);
+    prev = {local(op)};
+  }
+  std::vector<OpIndex> bwd(layers.size(), 0);
+  for (std::size_t l = layers.size(); l-- > 0;) {
+    bwd[l] = b.compute(rank, prefix + "bwd." + sanitize(layers[l].name), t.bwd[l], prev);
+    prev = {local(bwd[l])};
+  }
+  return bwd;
+}
+
+}  // namespace synth
+}  // namespace tw

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs everything tensorwire needs to build, test and benchmark on Debian 12.
+# Idempotent: packages already present are left alone. Run as root (or with sudo).
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  # libraries (header-only ones included): one Asio, from Boost 1.81
+  libboost1.81-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
+  nlohmann-json3-dev libpcap-dev libconcurrentqueue-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 iperf3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
