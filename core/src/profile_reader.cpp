@@ -527,6 +527,14 @@ void Reader::read_observed_sidecar(Profile& p, Observed& o, const Node& at) {
 
 ProfileLoad finish(Profile p, Diagnostics diags, bool truncated, const std::string& file) {
   ProfileLoad out;
+  // Semantic checks run after the structural pass; present everything in file order.
+  // Problems in a sidecar file follow those of the profile itself.
+  std::stable_sort(diags.begin(), diags.end(), [&file](const Diagnostic& a, const Diagnostic& b) {
+    const bool sa = a.file != file;
+    const bool sb = b.file != file;
+    if (sa != sb) return sb;
+    return a.line != b.line ? a.line < b.line : a.column < b.column;
+  });
   if (truncated) {
     diags.push_back({file, 0, 0, "too many problems; only the first " + std::to_string(kMaxDiagnostics) + " are shown"});
   }

@@ -1,5 +1,7 @@
 #include "tensorwire/core/yaml_doc.hpp"
 
+#include "yaml_tree.hpp"
+
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/mark.h>
@@ -9,138 +11,126 @@
 
 namespace tw {
 
-// Receives yaml-cpp's events and lays the tree out so that every node's children
-// are contiguous in the arena: children are gathered on a per-level stack and moved
-// into the arena when their container closes.
-class YamlDocBuilder final : public YAML::EventHandler {
+void YamlTreeAssembler::add(YamlDoc::Node n) {
+  if (levels_.empty()) levels_.emplace_back();
+  levels_.back().children.push_back(std::move(n));
+}
+
+bool YamlTreeAssembler::open(YamlDoc::Kind kind, int line, int column) {
+  if (levels_.empty()) levels_.emplace_back();
+  if (static_cast<int>(levels_.size()) > YamlDoc::kMaxDepth) return false;
+  // Reuse the children vectors of closed levels to avoid reallocations.
+  if (spare_.empty()) {
+    levels_.emplace_back();
+  } else {
+    levels_.push_back(std::move(spare_.back()));
+    spare_.pop_back();
+  }
+  levels_.back().container = YamlDoc::Node{kind, false, line, column, 0, 0, {}};
+  return true;
+}
+
+void YamlTreeAssembler::close() {
+  Level level = std::move(levels_.back());
+  levels_.pop_back();
+  YamlDoc::Node n = std::move(level.container);
+  n.first = static_cast<std::uint32_t>(doc_.nodes_.size());
+  n.count = static_cast<std::uint32_t>(level.children.size());
+  for (auto& c : level.children) doc_.nodes_.push_back(std::move(c));
+  level.children.clear();
+  spare_.push_back(std::move(level));
+  add(std::move(n));
+}
+
+void YamlTreeAssembler::finish() {
+  if (levels_.empty() || levels_[0].children.empty()) {
+    doc_.nodes_.push_back(YamlDoc::Node{});  // an empty document is a null root
+  } else {
+    doc_.nodes_.push_back(std::move(levels_[0].children[0]));
+  }
+  doc_.root_ = static_cast<std::uint32_t>(doc_.nodes_.size() - 1);
+}
+
+namespace {
+
+// Receives yaml-cpp's events and hands them to the assembler.
+class EventBuilder final : public YAML::EventHandler {
  public:
-  explicit YamlDocBuilder(YamlDoc& doc) : doc_(doc) {}
+  explicit EventBuilder(YamlDoc& doc) : tree_(doc) {}
 
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
 
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { add(leaf(mark, YamlDoc::Kind::null)); }
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override {
+    tree_.add(YamlDoc::Node{YamlDoc::Kind::null, false, mark.line + 1, mark.column + 1, 0, 0, {}});
+  }
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
-    fail(mark, "YAML aliases (*name) are not supported in tensorwire files");
+    throw YAML::ParserException(mark, "YAML aliases (*name) are not supported in tensorwire files");
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t, const std::string& value) override {
-    YamlDoc::Node n = leaf(mark, YamlDoc::Kind::scalar);
-    n.value = value;
-    // yaml-cpp tags plain scalars "?" and quoted or block scalars "!".
-    n.quoted = tag == "!";
-    // An explicit ~ or null in a plain scalar is reported as OnNull by yaml-cpp.
-    add(std::move(n));
+    // yaml-cpp tags plain scalars "?" and quoted or block scalars "!"; a plain ~ or
+    // null arrives as OnNull.
+    tree_.add(YamlDoc::Node{YamlDoc::Kind::scalar, tag == "!", mark.line + 1, mark.column + 1, 0, 0, value});
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
     open(mark, YamlDoc::Kind::sequence);
   }
-  void OnSequenceEnd() override { close(); }
+  void OnSequenceEnd() override { tree_.close(); }
 
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
     open(mark, YamlDoc::Kind::map);
   }
-  void OnMapEnd() override { close(); }
+  void OnMapEnd() override { tree_.close(); }
 
-  // Completes the arena: the root goes last.
-  void finish() {
-    if (levels_.empty() || levels_[0].children.empty()) {
-      doc_.nodes_.push_back(YamlDoc::Node{});  // an empty document is a null root
-    } else {
-      doc_.nodes_.push_back(std::move(levels_[0].children[0]));
-    }
-    doc_.root_ = static_cast<std::uint32_t>(doc_.nodes_.size() - 1);
-  }
+  void finish() { tree_.finish(); }
 
  private:
-  struct Level {
-    YamlDoc::Node container;
-    std::vector<YamlDoc::Node> children;
-  };
-
-  static YamlDoc::Node leaf(const YAML::Mark& mark, YamlDoc::Kind kind) {
-    YamlDoc::Node n;
-    n.kind = kind;
-    n.line = mark.line + 1;
-    n.column = mark.column + 1;
-    return n;
-  }
-
-  [[noreturn]] static void fail(const YAML::Mark& mark, const std::string& msg) { throw YAML::ParserException(mark, msg); }
-
-  void ensure_top() {
-    if (levels_.empty()) levels_.emplace_back();
-  }
-
-  void add(YamlDoc::Node n) {
-    ensure_top();
-    levels_.back().children.push_back(std::move(n));
-  }
-
   void open(const YAML::Mark& mark, YamlDoc::Kind kind) {
-    ensure_top();
-    if (static_cast<int>(levels_.size()) > YamlDoc::kMaxDepth) {
-      fail(mark, "nesting deeper than " + std::to_string(YamlDoc::kMaxDepth) + " levels");
+    if (!tree_.open(kind, mark.line + 1, mark.column + 1)) {
+      throw YAML::ParserException(mark, "nesting deeper than " + std::to_string(YamlDoc::kMaxDepth) + " levels");
     }
-    // Reuse the children vectors of closed levels to avoid reallocations.
-    if (spare_.empty()) {
-      levels_.emplace_back();
-    } else {
-      levels_.push_back(std::move(spare_.back()));
-      spare_.pop_back();
-    }
-    levels_.back().container = leaf(mark, kind);
   }
 
-  void close() {
-    Level level = std::move(levels_.back());
-    levels_.pop_back();
-    YamlDoc::Node n = std::move(level.container);
-    n.first = static_cast<std::uint32_t>(doc_.nodes_.size());
-    n.count = static_cast<std::uint32_t>(level.children.size());
-    for (auto& c : level.children) doc_.nodes_.push_back(std::move(c));
-    level.children.clear();
-    spare_.push_back(std::move(level));
-    add(std::move(n));
-  }
-
-  YamlDoc& doc_;
-  std::vector<Level> levels_;
-  std::vector<Level> spare_;
+  YamlTreeAssembler tree_;
 };
 
-std::optional<YamlDoc> YamlDoc::parse(std::istream& in, const std::string& file, Diagnostic* error) {
+// Tells whether a further document follows; ignores its content.
+struct DocumentProbe final : YAML::EventHandler {
+  int line = 0;
+  int column = 0;
+  void OnDocumentStart(const YAML::Mark& m) override {
+    line = m.line + 1;
+    column = m.column + 1;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+}  // namespace
+
+std::optional<YamlDoc> YamlDoc::parse_reference(std::string_view text, const std::string& file, Diagnostic* error) {
   YamlDoc doc;
   doc.file_ = file;
   auto set_error = [&](int line, int column, std::string msg) {
     if (error) *error = Diagnostic{file, line, column, std::move(msg)};
   };
   try {
+    std::istringstream in{std::string(text)};
     YAML::Parser parser(in);
-    YamlDocBuilder builder(doc);
+    EventBuilder builder(doc);
     parser.HandleNextDocument(builder);
     builder.finish();
     // A second document would be silently ignored by a reader of the first: refuse.
-    struct Probe final : YAML::EventHandler {
-      int line = 0;
-      int column = 0;
-      void OnDocumentStart(const YAML::Mark& m) override {
-        line = m.line + 1;
-        column = m.column + 1;
-      }
-      void OnDocumentEnd() override {}
-      void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-      void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-      void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-      void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-      void OnSequenceEnd() override {}
-      void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-      void OnMapEnd() override {}
-    };
-    // HandleNextDocument returns false when there is no further document.
-    Probe probe;
+    DocumentProbe probe;
     if (parser.HandleNextDocument(probe)) {
       set_error(probe.line, probe.column, "more than one YAML document; a tensorwire file holds exactly one");
       return std::nullopt;
@@ -157,8 +147,14 @@ std::optional<YamlDoc> YamlDoc::parse(std::istream& in, const std::string& file,
 }
 
 std::optional<YamlDoc> YamlDoc::parse(std::string_view text, const std::string& file, Diagnostic* error) {
-  std::istringstream in{std::string(text)};
-  return parse(in, file, error);
+  if (auto fast = parse_fast(text, file)) return fast;
+  return parse_reference(text, file, error);
+}
+
+std::optional<YamlDoc> YamlDoc::parse(std::istream& in, const std::string& file, Diagnostic* error) {
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse(std::move(text).str(), file, error);
 }
 
 const char* YamlDoc::kind_name(Kind k) {

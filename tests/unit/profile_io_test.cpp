@@ -1,0 +1,276 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "tensorwire/core/profile_io.hpp"
+
+namespace tw {
+namespace {
+
+// A valid two-rank profile; tests replace one line of it at a time.
+const char* const kBase =
+    "version: 1\n"                                                              // 1
+    "iterations: 2\n"                                                           // 2
+    "ranks:\n"                                                                  // 3
+    "  - {id: 0}\n"                                                             // 4
+    "  - {id: 1, host: b, role: server}\n"                                      // 5
+    "flows:\n"                                                                  // 6
+    "  - {id: f01, src: 0, dst: 1}\n"                                           // 7
+    "  - {id: f10, src: 1, dst: 0}\n"                                           // 8
+    "ops:\n"                                                                    // 9
+    "  - {id: c0, type: compute, rank: 0, duration: 1ms}\n"                     // 10
+    "  - {id: s0, type: send, flow: f01, bytes: 1MiB, after: [c0]}\n"           // 11
+    "  - {id: c1, type: compute, rank: 1, duration: 1ms, after: [recv:s0]}\n"   // 12
+    "  - {id: s1, type: send, flow: f10, bytes: 4KiB, after: [c1]}\n";          // 13
+
+std::string with_line(int line, const std::string& replacement) {
+  std::string text = kBase;
+  std::size_t pos = 0;
+  for (int i = 1; i < line; ++i) pos = text.find('\n', pos) + 1;
+  const std::size_t end = text.find('\n', pos);
+  return text.replace(pos, end - pos, replacement);
+}
+
+std::string problems(const std::string& text) {
+  const ProfileLoad load = load_profile_text(text, "t.yaml");
+  std::string out;
+  for (const auto& d : load.diagnostics) out += d.str() + "\n";
+  EXPECT_EQ(load.ok(), load.diagnostics.empty());
+  return out;
+}
+
+TEST(ProfileLoad, AcceptsTheBaseProfile) {
+  const ProfileLoad load = load_profile_text(kBase, "t.yaml");
+  ASSERT_TRUE(load.ok()) << problems(kBase);
+  const Profile& p = *load.profile;
+  EXPECT_EQ(p.iterations, 2U);
+  ASSERT_EQ(p.ranks.size(), 2U);
+  EXPECT_EQ(p.ranks[1].host, "b");
+  EXPECT_EQ(p.ranks[1].role, Role::server);
+  ASSERT_EQ(p.ops.size(), 4U);
+  EXPECT_EQ(p.ops[1].bytes, kMiB);
+  EXPECT_EQ(p.ops[1].rank, 0U);
+  EXPECT_EQ(p.ops[3].rank, 1U);
+  ASSERT_EQ(p.ops[2].after.size(), 1U);
+  EXPECT_TRUE(p.ops[2].after[0].recv);
+  EXPECT_EQ(p.ops[2].after[0].op, 1U);
+}
+
+TEST(ProfileLoad, RejectsUnknownReferences) {
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 5, duration: 1ms}")),
+            "t.yaml:10:35: op 'c0': 'rank' is 5, but the profile has 2 ranks\n");
+  EXPECT_EQ(problems(with_line(11, "  - {id: s0, type: send, flow: f02, bytes: 1MiB, after: [c0]}")),
+            "t.yaml:11:32: op 's0' sends on unknown flow 'f02' (did you mean 'f01'?)\n");
+  EXPECT_EQ(problems(with_line(11, "  - {id: s0, type: send, flow: f01, bytes: 1MiB, after: [c9]}")),
+            "t.yaml:11:58: op 's0' depends on unknown op 'c9' (did you mean 'c0'?)\n");
+  EXPECT_EQ(problems(with_line(7, "  - {id: f01, src: 0, dst: 7}")),
+            "t.yaml:7:28: flow 'f01': 'dst' names rank 7, but the profile has 2 ranks\n"
+            "t.yaml:11:32: op 's0' sends on unknown flow 'f01' (did you mean 'f10'?)\n");
+}
+
+TEST(ProfileLoad, RejectsDuplicateIds) {
+  EXPECT_EQ(problems(with_line(12, "  - {id: c0, type: compute, rank: 1, duration: 1ms, after: [recv:s0]}")),
+            "t.yaml:12:10: op id 'c0' is used twice (first at line 10)\n"
+            "t.yaml:13:58: op 's1' depends on unknown op 'c1' (did you mean 'c0'?)\n");
+  EXPECT_EQ(problems(with_line(8, "  - {id: f01, src: 1, dst: 0}")),
+            "t.yaml:8:10: flow id 'f01' is used twice\n"
+            "t.yaml:13:32: op 's1' sends on unknown flow 'f10' (did you mean 'f01'?)\n");
+  EXPECT_EQ(problems(with_line(5, "  - {id: 0}")),
+            "t.yaml:5:10: rank id 0 is listed twice\n");
+}
+
+TEST(ProfileLoad, RejectsBadSizesAndDurations) {
+  const auto send_bytes = [](const std::string& b) {
+    return problems(with_line(11, "  - {id: s0, type: send, flow: f01, bytes: " + b + ", after: [c0]}"));
+  };
+  EXPECT_EQ(send_bytes("0"), "t.yaml:11:44: op 's0': 'bytes' must be positive, got 0\n");
+  EXPECT_EQ(send_bytes("-5"), "t.yaml:11:44: op 's0': 'bytes' must be positive, got -5\n");
+  EXPECT_EQ(send_bytes("100TiB"), "t.yaml:11:44: op 's0': 'bytes' is 100TiB, more than the limit of 64.00 GiB\n");
+  EXPECT_EQ(send_bytes("lots"),
+            "t.yaml:11:44: op 's0': 'bytes' must be a whole number of bytes like 1048576 or 4MiB, got 'lots'\n");
+  const auto duration = [](const std::string& d) {
+    return problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: " + d + "}"));
+  };
+  EXPECT_EQ(duration("0"), "t.yaml:10:48: op 'c0': 'duration' must be positive, got 0\n");
+  EXPECT_EQ(duration("-1ms"), "t.yaml:10:48: op 'c0': 'duration' must be positive, got -1ms\n");
+  EXPECT_EQ(duration("5000s"), "t.yaml:10:48: op 'c0': 'duration' is 5000s, more than the limit of 3600.000 s\n");
+  EXPECT_EQ(duration("2h"), "t.yaml:10:48: op 'c0': 'duration' must be a duration like 1.5ms or 250us, got '2h'\n");
+  EXPECT_EQ(problems(with_line(2, "iterations: 0")), "t.yaml:2:13: the profile: 'iterations' must be at least 1, got 0\n");
+}
+
+TEST(ProfileLoad, RejectsCyclesAndPrintsThem) {
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, after: [recv:s1]}")),
+            "t.yaml:10:5: dependency cycle: c0 -> s0 -> c1 -> s1 -> c0\n");
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, after: [c0]}")),
+            "t.yaml:10:5: dependency cycle: c0 -> c0\n");
+  // The same edge into the previous iteration is no cycle.
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, after: [recv:s1@-1]}")), "");
+}
+
+TEST(ProfileLoad, RejectsCrossRankDependenciesThatAreNotReceipts) {
+  EXPECT_EQ(problems(with_line(12, "  - {id: c1, type: compute, rank: 1, duration: 1ms, after: [s0]}")),
+            "t.yaml:12:61: op 'c1' (rank 1) depends on 's0' of rank 0: across ranks only the receipt of a message can "
+            "be awaited (write recv:s0)\n");
+  EXPECT_EQ(problems(with_line(12, "  - {id: c1, type: compute, rank: 1, duration: 1ms, after: [c0]}")),
+            "t.yaml:12:61: op 'c1' (rank 1) depends on 'c0' of rank 0: across ranks only the receipt of a message can "
+            "be awaited\n");
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, after: [recv:s0]}")),
+            "t.yaml:10:61: op 'c0' (rank 0) waits for the receipt of 's0', which flow 'f01' delivers to rank 1, not to "
+            "rank 0\n");
+  EXPECT_EQ(problems(with_line(12, "  - {id: c1, type: compute, rank: 1, duration: 1ms, after: [recv:c0]}")),
+            "t.yaml:12:61: op 'c1' waits for recv:c0, but 'c0' is a compute op; only a send can be received\n");
+  EXPECT_EQ(problems(with_line(12, "  - {id: c1, type: compute, rank: 1, duration: 1ms, after: [recv:s0@-0]}")),
+            "t.yaml:12:61: op 'c1': dependency 'recv:s0@-0' must end in @-K with K from 1 to 1000 (K iterations back)\n");
+}
+
+TEST(ProfileLoad, RejectsWrongTypesMissingAndUnknownFields) {
+  EXPECT_EQ(problems(with_line(2, "iterations: many")), "t.yaml:2:13: the profile: 'iterations' must be a whole number, got 'many'\n");
+  std::string scalar_ranks = kBase;
+  scalar_ranks.replace(scalar_ranks.find("ranks:\n"), scalar_ranks.find("flows:") - scalar_ranks.find("ranks:\n"), "ranks: 5\n");
+  EXPECT_EQ(problems(scalar_ranks),
+            "t.yaml:3:8: 'ranks' must be a list, got '5'\n"
+            "t.yaml:5:20: flow 'f01': 'src' names rank 0, but the profile has 0 ranks\n"
+            "t.yaml:5:28: flow 'f01': 'dst' names rank 1, but the profile has 0 ranks\n"
+            "t.yaml:6:20: flow 'f10': 'src' names rank 1, but the profile has 0 ranks\n"
+            "t.yaml:6:28: flow 'f10': 'dst' names rank 0, but the profile has 0 ranks\n"
+            "t.yaml:8:35: op 'c0': 'rank' is 0, but the profile has 0 ranks\n"
+            "t.yaml:9:32: op 's0' sends on unknown flow 'f01'\n"
+            "t.yaml:10:35: op 'c1': 'rank' is 1, but the profile has 0 ranks\n"
+            "t.yaml:11:32: op 's1' sends on unknown flow 'f10'\n");
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, rank: 0, duration: 1ms}")),
+            "t.yaml:10:5: op entry 0 is missing the required field 'type'\n");
+  EXPECT_EQ(problems(with_line(11, "  - {id: s0, type: send, flow: f01, after: [c0]}")),
+            "t.yaml:11:5: op 's0' is missing the required field 'bytes'\n");
+  EXPECT_EQ(problems(with_line(11, "  - {id: s0, type: send, flow: f01, byte: 1MiB, after: [c0]}")),
+            "t.yaml:11:5: op 's0' is missing the required field 'bytes'\n"
+            "t.yaml:11:37: unknown field 'byte' in op entry 1 (did you mean 'bytes'?)\n");
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, bytes: 5}")),
+            "t.yaml:10:60: op 'c0': field 'bytes' does not apply to a compute op\n");
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: kompute, rank: 0, duration: 1ms}")),
+            "t.yaml:10:20: op 'c0': 'type' must be compute or send, got 'kompute'\n");
+  std::string map_ops = kBase;
+  map_ops.replace(map_ops.find("ops:\n"), std::string::npos, "ops: {a: 1}\n");
+  EXPECT_EQ(problems(map_ops), "t.yaml:9:6: 'ops' must be a list, got a map\n");
+  EXPECT_EQ(problems(with_line(1, "version: 1\nverison: true")),
+            "t.yaml:2:1: unknown field 'verison' in the profile (did you mean 'version'?)\n");
+}
+
+TEST(ProfileLoad, RejectsUnsupportedVersionsAndEmptyOrNonMapFiles) {
+  EXPECT_EQ(problems(with_line(1, "version: 2")),
+            "t.yaml:1:10: unsupported profile version '2': this tensorwire reads version 1\n");
+  EXPECT_EQ(problems(""), "t.yaml:1:1: empty file: expected a tensorwire profile (a map with version, ranks, flows, ops)\n");
+  EXPECT_EQ(problems("- 1\n- 2\n"), "t.yaml:1:1: a profile must be a map with version, ranks, flows, ops; got a list\n");
+}
+
+TEST(ProfileLoad, ReportsEveryProblemNotJustTheFirst) {
+  std::string text = with_line(10, "  - {id: c0, type: compute, rank: 0, duration: -1ms}");
+  text = text.replace(text.find("bytes: 4KiB"), 11, "bytes: 0");
+  text = text.replace(text.find("iterations: 2"), 13, "iterations: x");
+  const ProfileLoad load = load_profile_text(text, "t.yaml");
+  EXPECT_FALSE(load.ok());
+  EXPECT_EQ(load.diagnostics.size(), 3U) << problems(text);
+}
+
+TEST(ProfileLoad, CapsTheNumberOfProblems) {
+  std::string text = "version: 1\niterations: 1\nranks: [{id: 0}]\nflows: []\nops:\n";
+  for (int i = 0; i < 500; ++i) text += "  - {id: c" + std::to_string(i) + ", type: compute, rank: 0, duration: 0}\n";
+  const ProfileLoad load = load_profile_text(text, "t.yaml");
+  ASSERT_EQ(load.diagnostics.size(), kMaxDiagnostics + 1);
+  EXPECT_NE(load.diagnostics.back().message.find("too many problems"), std::string::npos);
+}
+
+TEST(ProfileLoad, ReadsTheDocumentedSampleWithItsSidecar) {
+  const ProfileLoad load = load_profile_file(std::string(TW_SOURCE_DIR) + "/docs/sample-profile.yaml");
+  ASSERT_TRUE(load.ok()) << (load.diagnostics.empty() ? "" : load.diagnostics[0].str());
+  const Profile& p = *load.profile;
+  EXPECT_EQ(p.metadata.source, "manual");
+  ASSERT_TRUE(p.observed.has_value());
+  EXPECT_EQ(p.observed->iterations.size(), 2U);
+  EXPECT_EQ(p.observed->iterations[1].rank_durations.size(), 3U);
+  EXPECT_EQ(p.observed->ops.size(), 2U + 3U);  // inline + sidecar
+  EXPECT_EQ(p.ops[p.op_by_id.at("w0.push.fc1")].gap, 20'000);
+  EXPECT_EQ(p.ops[p.op_by_id.at("ps.pull.fc1.w1")].after[1].iterations_back, 1U);
+}
+
+TEST(ProfileLoad, ReportsSidecarProblemsWithTheSidecarsLine) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tw-sidecar-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "obs.csv") << "iteration,op,start_ns,end_ns\n0,c0,0,100\n0,nope,0,5\n9,c0,0,1\n0,c0,50,10\n";
+  }
+  const std::string text = std::string(kBase) + "observed:\n  ops_file: obs.csv\n";
+  const ProfileLoad load = load_profile_text(text, "t.yaml", dir.string());
+  std::string got;
+  for (const auto& d : load.diagnostics) got += d.str() + "\n";
+  const std::string csv = (dir / "obs.csv").string();
+  EXPECT_EQ(got, csv + ":3: unknown op 'nope'\n" + csv + ":4:1: iteration '9' is not a number from 0 to 1\n" + csv +
+                     ":5: start_ns and end_ns must be nanoseconds with 0 <= start_ns <= end_ns <= 1 hour\n");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProfileLoad, ReportsUnreadableFiles) {
+  const ProfileLoad missing = load_profile_file("/nonexistent/p.yaml");
+  ASSERT_EQ(missing.diagnostics.size(), 1U);
+  EXPECT_EQ(missing.diagnostics[0].str(), "/nonexistent/p.yaml: cannot open: No such file or directory");
+  const ProfileLoad dir = load_profile_file("/tmp");
+  ASSERT_EQ(dir.diagnostics.size(), 1U);
+  EXPECT_EQ(dir.diagnostics[0].str(), "/tmp: is a directory, not a profile");
+}
+
+TEST(ProfileWrite, RoundTripsExactly) {
+  ProfileLoad first = load_profile_file(std::string(TW_SOURCE_DIR) + "/docs/sample-profile.yaml");
+  ASSERT_TRUE(first.ok());
+  first.profile->observed->ops_file.clear();  // sidecar rows are written inline
+  const std::string text = write_profile_yaml(*first.profile);
+  const ProfileLoad second = load_profile_text(text, "again.yaml");
+  ASSERT_TRUE(second.ok()) << (second.diagnostics.empty() ? "" : second.diagnostics[0].str());
+  EXPECT_EQ(write_profile_yaml(*second.profile), text);
+  const Profile& a = *first.profile;
+  const Profile& b = *second.profile;
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    EXPECT_EQ(a.ops[i].id, b.ops[i].id);
+    EXPECT_EQ(a.ops[i].duration, b.ops[i].duration);
+    EXPECT_EQ(a.ops[i].bytes, b.ops[i].bytes);
+    EXPECT_EQ(a.ops[i].gap, b.ops[i].gap);
+    EXPECT_EQ(a.ops[i].after, b.ops[i].after);
+  }
+  EXPECT_EQ(a.observed->ops.size(), b.observed->ops.size());
+}
+
+TEST(ProfileWrite, QuotesWhatPlainYamlCannotHold) {
+  Profile p;
+  p.metadata.description = "a, b: [c] # d \"e\" \\ null";
+  p.metadata.model = "null";
+  p.ranks = {{0, "host with spaces", Role::worker}, {1, "#hash", Role::worker}};
+  p.flows = {{"f", 0, 1}};
+  Op op;
+  op.id = "s";
+  op.type = OpType::send;
+  op.flow = 0;
+  op.bytes = 10;
+  op.tensor = "x: y";
+  p.ops = {op};
+  const ProfileLoad load = load_profile_text(write_profile_yaml(p), "q.yaml");
+  ASSERT_TRUE(load.ok()) << (load.diagnostics.empty() ? "" : load.diagnostics[0].str());
+  EXPECT_EQ(load.profile->metadata.description, p.metadata.description);
+  EXPECT_EQ(load.profile->metadata.model, "null");
+  EXPECT_EQ(load.profile->ranks[0].host, "host with spaces");
+  EXPECT_EQ(load.profile->ranks[1].host, "#hash");
+  EXPECT_EQ(load.profile->ops[0].tensor, "x: y");
+}
+
+TEST(ProfileWrite, ReportsUnwritablePaths) {
+  Profile p;
+  try {
+    save_profile(p, "/nonexistent-dir/p.yaml");
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "/nonexistent-dir/p.yaml: cannot write: No such file or directory");
+  }
+}
+
+}  // namespace
+}  // namespace tw

@@ -1,0 +1,225 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/core/profile_stats.hpp"
+#include "tensorwire/profile/synth.hpp"
+
+namespace tw {
+namespace {
+
+TEST(Models, BundledTensorListsMatchTheRealModels) {
+  struct Expect {
+    const char* name;
+    std::size_t tensors;
+    std::uint64_t parameters;
+  };
+  for (const Expect& e : {Expect{"resnet50", 161, 25'557'032}, Expect{"vgg16", 32, 138'357'544},
+                          Expect{"bert-large", 391, 335'141'888}, Expect{"mlp", 6, 5'824'522}}) {
+    SCOPED_TRACE(e.name);
+    const Model m = load_model(e.name);
+    EXPECT_EQ(m.tensors.size(), e.tensors);
+    EXPECT_EQ(m.total_elements(), e.parameters);
+    EXPECT_EQ(m.total_bytes(), 4 * e.parameters);
+    EXPECT_GT(m.fwd, 0);
+    EXPECT_GT(m.bwd, 0);
+  }
+  EXPECT_EQ(load_model("resnet50").tensors.front().name, "conv1.weight");
+  EXPECT_THROW(load_model("resnet51"), std::invalid_argument);
+}
+
+TEST(Models, RejectsMalformedTensorLists) {
+  try {
+    load_model_text("model: m\nparameters: 7\ntensors:\n  - {name: a, shape: [2, 3]}\n  - {name: b}\n", "m.yaml");
+    FAIL();
+  } catch (const InputError& e) {
+    ASSERT_EQ(e.diagnostics().size(), 1U);
+    EXPECT_EQ(e.diagnostics()[0].str(), "m.yaml:5:5: tensor 'b' needs exactly one of 'shape' and 'elements'");
+  }
+  try {
+    load_model_text("model: m\nparameters: 7\ntensors:\n  - {name: a, shape: [2, 3]}\n", "m.yaml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.diagnostics()[0].str(), "m.yaml:2:13: the model: 'parameters' is 7 but the tensors hold 6");
+  }
+}
+
+TEST(DdpBuckets, FillInReverseOrderAndCloseAtTheLimit) {
+  const Model m = load_model("resnet50");
+  const auto buckets = ddp_buckets(m, kMiB, 25 * kMiB);
+  // Every tensor once, in gradient-ready (reverse registration) order.
+  std::vector<std::size_t> order;
+  for (const auto& b : buckets) order.insert(order.end(), b.begin(), b.end());
+  ASSERT_EQ(order.size(), m.tensors.size());
+  for (std::size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], m.tensors.size() - 1 - i);
+  // Each bucket but the last closed on the tensor that took it to its limit.
+  for (std::size_t k = 0; k < buckets.size(); ++k) {
+    const Bytes limit = k == 0 ? kMiB : 25 * kMiB;
+    Bytes size = 0;
+    for (std::size_t i : buckets[k]) size += m.tensors[i].bytes;
+    const Bytes without_last = size - m.tensors[buckets[k].back()].bytes;
+    if (k + 1 < buckets.size()) {
+      EXPECT_GE(size, limit) << k;
+    }
+    EXPECT_LT(without_last, limit) << k;
+  }
+  // ResNet-50: fc.weight alone (8 MB) passes the 1 MiB first limit.
+  EXPECT_EQ(buckets[0].size(), 2U);
+  EXPECT_EQ(m.tensors[buckets[0][1]].name, "fc.weight");
+  EXPECT_EQ(buckets.size(), 5U);
+}
+
+TEST(RingSegments, CoverTheBucketInRankMultiples) {
+  for (std::uint32_t n : {2U, 3U, 4U, 7U, 16U}) {
+    for (Bytes bytes : {Bytes{4}, Bytes{1000}, kMiB, 25 * kMiB + 12, 100 * kMiB}) {
+      const auto segs = ring_segments(bytes, n, kMiB, 4);
+      EXPECT_EQ(segs.size() % n, 0U);
+      EXPECT_GE(segs.size(), 2U * n);
+      Bytes sum = 0;
+      for (Bytes s : segs) {
+        EXPECT_LE(s, kMiB);
+        sum += s;
+      }
+      EXPECT_EQ(sum, bytes);
+    }
+  }
+}
+
+SynthOptions ring(std::uint32_t n) {
+  SynthOptions o;
+  o.pattern = Pattern::ring_allreduce;
+  o.ranks = n;
+  o.iterations = 3;
+  return o;
+}
+
+// Synthesised profiles must be valid profiles: write them and read them back.
+Profile roundtrip(const Profile& p) {
+  ProfileLoad l = load_profile_text(write_profile_yaml(p), "synth.yaml");
+  EXPECT_TRUE(l.ok()) << (l.diagnostics.empty() ? "" : l.diagnostics[0].str());
+  return l.ok() ? std::move(*l.profile) : Profile{};
+}
+
+TEST(SynthRing, EachRankSendsTwoNMinusOneOverNOfTheGradients) {
+  const Model m = load_model("resnet50");
+  const Bytes grad = m.total_bytes();
+  for (std::uint32_t n : {2U, 3U, 4U, 8U}) {
+    SCOPED_TRACE(n);
+    const Profile p = roundtrip(synthesize(m, ring(n)));
+    const ProfileStats s = compute_stats(p);
+    ASSERT_EQ(s.ranks.size(), n);
+    EXPECT_EQ(s.bytes_per_iteration, 2 * (n - 1) * grad);  // exactly, over all ranks
+    // Per rank, shards differ only by the rounding of segments to whole elements.
+    const double share = 2.0 * (n - 1) / n * static_cast<double>(grad);
+    for (std::uint32_t r = 0; r < n; ++r) {
+      EXPECT_NEAR(static_cast<double>(s.ranks[r].sent), share, 2.0 * (n - 1) * 5 * 4 * 64);
+      EXPECT_EQ(s.ranks[(r + 1) % n].received, s.ranks[r].sent) << "each rank receives what its left neighbour sends";
+    }
+    EXPECT_EQ(p.flows.size(), n);
+  }
+}
+
+TEST(SynthRing, FollowsDdpBucketsAndRingDependencies) {
+  const Model m = load_model("resnet50");
+  const Profile p = roundtrip(synthesize(m, ring(4)));
+  const auto buckets = ddp_buckets(m, kMiB, 25 * kMiB);
+  // One bucket label per DDP bucket, and its tensors as DDP would group them.
+  std::map<std::string, Bytes> bucket_bytes;
+  for (const auto& t : p.tensors) bucket_bytes[t.bucket] += t.bytes;
+  ASSERT_EQ(bucket_bytes.size(), buckets.size());
+  // Round 0 of a bucket waits for that rank's backward op; later rounds for the
+  // receipt of the same segment from the left neighbour in the round before.
+  std::size_t checked = 0;
+  for (const Op& op : p.ops) {
+    if (op.type != OpType::send) continue;
+    ASSERT_EQ(op.after.size(), 1U) << op.id;
+    const Op& dep = p.ops[op.after[0].op];
+    if (op.id.find(".k0.") != std::string::npos) {
+      EXPECT_EQ(dep.type, OpType::compute);
+      EXPECT_EQ(dep.rank, op.rank);
+      EXPECT_NE(dep.id.find(".bwd."), std::string::npos);
+    } else {
+      EXPECT_TRUE(op.after[0].recv);
+      EXPECT_EQ(p.flows[dep.flow].dst, op.rank);
+      EXPECT_EQ(dep.bytes, op.bytes);
+      EXPECT_EQ(dep.tensor, op.tensor);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0U);
+  // The first bucket is ready after the last layer's backward (fc), the first to run.
+  const Op& first = p.ops[p.op_by_id.at("r0.b0.k0.s0")];
+  EXPECT_EQ(p.ops[first.after[0].op].id, "r0.bwd.fc");
+}
+
+TEST(SynthRing, SplitsComputeAcrossLayersByDefault) {
+  const Model m = load_model("resnet50");
+  SynthOptions o = ring(2);
+  o.fwd = 30 * kMilli;
+  o.bwd = 60 * kMilli;
+  o.optimizer = 2 * kMilli;
+  const Profile p = roundtrip(synthesize(m, o));
+  Nanos fwd = 0, bwd = 0, opt = 0;
+  for (const Op& op : p.ops) {
+    if (op.type != OpType::compute || op.rank != 0) continue;
+    if (op.id.starts_with("r0.fwd.")) fwd += op.duration;
+    else if (op.id.starts_with("r0.bwd.")) bwd += op.duration;
+    else opt += op.duration;
+  }
+  const auto layers = static_cast<Nanos>(m.layers().size());
+  EXPECT_NEAR(static_cast<double>(fwd), 30e6, static_cast<double>(layers));
+  EXPECT_NEAR(static_cast<double>(bwd), 60e6, static_cast<double>(layers));
+  EXPECT_EQ(opt, 2 * kMilli);
+  // The biggest layer (fc, 8 MB of 102 MB) gets its share of the time.
+  const Op& fc = p.ops[p.op_by_id.at("r0.fwd.fc")];
+  EXPECT_NEAR(static_cast<double>(fc.duration), 30e6 * (2048.0 * 1000 + 1000) * 4 / static_cast<double>(m.total_bytes()), 2);
+}
+
+TEST(SynthRing, RejectsImpossibleOptions) {
+  const Model m = load_model("mlp");
+  EXPECT_THROW(synthesize(m, ring(1)), std::invalid_argument);
+  SynthOptions o = ring(2);
+  o.iterations = 0;
+  EXPECT_THROW(synthesize(m, o), std::invalid_argument);
+}
+
+TEST(SynthPs, EveryPushedByteIsPulledBack) {
+  const Model m = load_model("resnet50");
+  SynthOptions o;
+  o.pattern = Pattern::parameter_server;
+  o.ranks = 4;
+  o.servers = 2;
+  o.iterations = 2;
+  const Profile p = roundtrip(synthesize(m, o));
+  ASSERT_EQ(p.ranks.size(), 6U);
+  EXPECT_EQ(p.ranks[4].role, Role::server);
+  // Per tensor: bytes pushed by each worker equal bytes pulled by each worker.
+  std::map<std::pair<std::string, RankId>, Bytes> pushed, pulled;
+  for (const Op& op : p.ops) {
+    if (op.type != OpType::send) continue;
+    const Flow& f = p.flows[op.flow];
+    if (p.ranks[f.src].role == Role::worker) pushed[{op.tensor, f.src}] += op.bytes;
+    else pulled[{op.tensor, f.dst}] += op.bytes;
+  }
+  EXPECT_EQ(pushed, pulled);
+  const ProfileStats s = compute_stats(p);
+  for (RankId w = 0; w < 4; ++w) {
+    EXPECT_EQ(s.ranks[w].sent, m.total_bytes());
+    EXPECT_EQ(s.ranks[w].received, m.total_bytes());
+  }
+  EXPECT_EQ(s.ranks[4].received + s.ranks[5].received, 4 * m.total_bytes());
+  // Servers aggregate a key once all workers' pushes of it arrived.
+  for (const Op& op : p.ops) {
+    if (op.type == OpType::compute && p.ranks[op.rank].role == Role::server) {
+      ASSERT_EQ(op.after.size(), 4U) << op.id;
+      for (const auto& d : op.after) EXPECT_TRUE(d.recv);
+    }
+  }
+  // Partitions: no message above 4 MiB; fc.weight (8 MB) is split in two.
+  EXPECT_LE(s.largest_message, 4 * kMiB);
+  EXPECT_TRUE(p.op_by_id.count("r0.push.fc.weight.p1"));
+}
+
+}  // namespace
+}  // namespace tw

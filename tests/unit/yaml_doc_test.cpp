@@ -1,0 +1,109 @@
+#include "tensorwire/core/yaml_doc.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "../support/yaml_compare.hpp"
+
+namespace tw {
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The fast path must accept `text` and build exactly what yaml-cpp builds.
+void expect_fast_matches_reference(const std::string& text) {
+  const auto fast = YamlDoc::parse_fast(text, "t.yaml");
+  ASSERT_TRUE(fast.has_value()) << "fast path gave up on:\n" << text;
+  Diagnostic err;
+  const auto ref = YamlDoc::parse_reference(text, "t.yaml", &err);
+  ASSERT_TRUE(ref.has_value()) << err.str();
+  std::string why;
+  EXPECT_TRUE(test::same_tree(*fast, *ref, &why)) << why << "\n" << text;
+}
+
+TEST(YamlDoc, FastPathMatchesReferenceOnTheSubset) {
+  expect_fast_matches_reference("a: 1\nb: two words\nc: \"quoted: yes\"\nd: 'it''s'\n");
+  expect_fast_matches_reference("a:\n  - x\n  - {id: y, after: [recv:z, q@-1, \"s\"]}\n  - k: v\n    j: [a:b, c]\n  -\nb: ~\n");
+  expect_fast_matches_reference("list:\n- 1\n- 2\nnext: {}\nempty: []\n");
+  expect_fast_matches_reference("# comment\n\nk: v   # trailing comment\nn: null\nm: -1ms\n");
+  expect_fast_matches_reference("- a\n- x: 1\n  y:\n    z: [1, [2, {w: 3}]]\n- [b, c]\n");
+  expect_fast_matches_reference("a: 1\r\nb: 2\r\n");
+}
+
+TEST(YamlDoc, FastPathReadsTheBundledFiles) {
+  for (const char* f : {"/docs/sample-profile.yaml", "/traffic_profiles/models/resnet50.yaml",
+                        "/traffic_profiles/resnet50-ring-4.yaml", "/traffic_profiles/resnet50-ps-4w2s.yaml"}) {
+    SCOPED_TRACE(f);
+    expect_fast_matches_reference(read(std::string(TW_SOURCE_DIR) + f));
+  }
+}
+
+TEST(YamlDoc, FastPathGivesUpOutsideTheSubset) {
+  for (const char* text : {"a: &x 1\nb: *x\n", "a: |\n  text\n", "a: !tag 1\n", "---\na: 1\n", "a: \"esc\\n\"\n",
+                           "a: [1,\n  2]\n", "a:\tb\n", "a: caf\xc3\xa9\n", "? a\n: b\n", "a: b: c\n", "\"k\": 1\n",
+                           "a: [x, ]\n", "plain\n", "- - b\n", "", "a: b\n c\n"}) {
+    EXPECT_FALSE(YamlDoc::parse_fast(text, "t.yaml").has_value()) << text;
+  }
+}
+
+TEST(YamlDoc, ReportsSyntaxErrorsWithPosition) {
+  Diagnostic err;
+  EXPECT_FALSE(YamlDoc::parse(std::string_view("a: [1, 2\nb: 3\n"), "bad.yaml", &err).has_value());
+  EXPECT_EQ(err.file, "bad.yaml");
+  EXPECT_GT(err.line, 0);
+  EXPECT_NE(err.message.find("YAML syntax"), std::string::npos) << err.str();
+}
+
+TEST(YamlDoc, RefusesAliasesDeepNestingAndSecondDocuments) {
+  Diagnostic err;
+  EXPECT_FALSE(YamlDoc::parse(std::string_view("a: &x [1]\nb: *x\n"), "f", &err).has_value());
+  EXPECT_NE(err.message.find("aliases"), std::string::npos) << err.str();
+
+  std::string deep(100, '[');
+  deep += std::string(100, ']');
+  EXPECT_FALSE(YamlDoc::parse(std::string_view(deep), "f", &err).has_value());
+  EXPECT_NE(err.message.find("nesting deeper"), std::string::npos) << err.str();
+
+  EXPECT_FALSE(YamlDoc::parse(std::string_view("a: 1\n---\nb: 2\n"), "f", &err).has_value());
+  EXPECT_NE(err.message.find("more than one YAML document"), std::string::npos) << err.str();
+  EXPECT_EQ(err.line, 2);
+}
+
+TEST(YamlDoc, SurvivesHostileInput) {
+  Diagnostic err;
+  // Very deep nesting beyond yaml-cpp's own recursion guard, and a long line.
+  const std::string deep(100000, '[');
+  EXPECT_FALSE(YamlDoc::parse(std::string_view(deep), "f", &err).has_value());
+  const std::string long_line = "a: " + std::string(5'000'000, 'x') + "\n";
+  const auto doc = YamlDoc::parse(std::string_view(long_line), "f", &err);
+  ASSERT_TRUE(doc.has_value());
+  EXPECT_EQ(doc->children(doc->root())[1].value.size(), 5'000'000U);
+  std::string garbage;
+  for (int i = 0; i < 4096; ++i) garbage += static_cast<char>((i * 7919) % 256);
+  (void)YamlDoc::parse(std::string_view(garbage), "f", &err);  // must simply return
+}
+
+TEST(YamlDoc, KeepsPositionsAndQuoting) {
+  Diagnostic err;
+  const auto doc = YamlDoc::parse(std::string_view("x:\n  - 12\n  - \"12\"\n"), "f", &err);
+  ASSERT_TRUE(doc.has_value());
+  const auto top = doc->children(doc->root());
+  ASSERT_EQ(top.size(), 2U);
+  const auto items = doc->children(top[1]);
+  ASSERT_EQ(items.size(), 2U);
+  EXPECT_EQ(items[0].line, 2);
+  EXPECT_EQ(items[0].column, 5);
+  EXPECT_FALSE(items[0].quoted);
+  EXPECT_TRUE(items[1].quoted);
+  EXPECT_EQ(items[1].value, "12");
+}
+
+}  // namespace
+}  // namespace tw
