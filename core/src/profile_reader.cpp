@@ -38,7 +38,6 @@ class Reader : public YamlReader {
   void check_cycles(const Profile& p);
   void read_observed(const Node* n, Profile& p);
   void read_observed_sidecar(Profile& p, Observed& o, const Node& at);
-  std::string op_what(const Profile& p, std::size_t i) const { return "op " + quote(p.ops[i].id); }
 
   std::string base_dir_;
 
@@ -136,10 +135,10 @@ void Reader::read_ranks(const Node* n, Profile& p) {
 void Reader::read_flows(const Node* n, Profile& p) {
   const auto items = list(n, "'flows'");
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const std::string what = "flow entry " + std::to_string(i);
+    const What what("flow entry", i);
     const auto f = fields(items[i], what, {"id", "src", "dst"}, {"id", "src", "dst"});
     const auto id = id_field(f[0], what, "id");
-    const std::string fwhat = id ? "flow " + quote(*id) : what;
+    const What fwhat = id ? What("flow", *id) : what;
     const auto src = uint_field(f[1], fwhat, "src", 0, limits::kMaxRanks);
     const auto dst = uint_field(f[2], fwhat, "dst", 0, limits::kMaxRanks);
     bool ok = id && src && dst;
@@ -205,14 +204,14 @@ void Reader::read_ops(const Node* n, Profile& p) {
 
   for (std::size_t i = 0; i < items.size(); ++i) {
     const Node& item = items[i];
-    const std::string what = "op entry " + std::to_string(i);
+    const What what("op entry", i);
     const auto f = fields(item, what, {"id", "type", "rank", "duration", "flow", "bytes", "tensor", "label", "gap", "after"},
                           {"id", "type"});
     const auto id = id_field(f[0], what, "id");
     if (!id) continue;
     Op& op = p.ops[i];
     op.id = *id;
-    const std::string owhat = "op " + quote(*id);
+    const What owhat("op", op.id);
     if (!p.op_by_id.emplace(*id, static_cast<OpIndex>(i)).second) {
       error(*f[0], "op id " + quote(*id) + " is used twice (first at line " +
                        std::to_string(op_nodes_[p.op_by_id[*id]] ? op_nodes_[p.op_by_id[*id]]->line : 0) + ")");
@@ -298,7 +297,7 @@ void Reader::read_dependencies(Profile& p) {
     const Node* after = op_after_[i];
     if (after == nullptr || op_nodes_[i] == nullptr) continue;
     Op& op = p.ops[i];
-    const std::string owhat = op_what(p, i);
+    const What owhat("op", op.id);
     std::span<const Node> refs;
     if (after->kind == Kind::scalar) {
       refs = {after, 1};
@@ -337,7 +336,7 @@ void Reader::read_dependencies(Profile& p) {
         error(r, owhat + ": dependency " + quote(r.value) + " is not an op reference (ID, recv:ID, ID@-K)");
         continue;
       }
-      const auto it = p.op_by_id.find(std::string(text));
+      const auto it = p.op_by_id.find(text);
       if (it == p.op_by_id.end()) {
         std::vector<std::string> cands;
         if (p.ops.size() <= 1024) {
@@ -354,7 +353,6 @@ void Reader::read_dependencies(Profile& p) {
         continue;
       }
       const Op& target = p.ops[d.op];
-      const std::string rank_of_op = "rank " + std::to_string(op.rank);
       if (d.recv) {
         if (target.type != OpType::send) {
           error(r, owhat + " waits for recv:" + target.id + ", but " + quote(target.id) +
@@ -363,14 +361,14 @@ void Reader::read_dependencies(Profile& p) {
         }
         const Flow& fl = p.flows[target.flow];
         if (fl.dst != op.rank) {
-          error(r, owhat + " (" + rank_of_op + ") waits for the receipt of " + quote(target.id) + ", which flow " +
+          error(r, owhat + " (rank " + std::to_string(op.rank) + ") waits for the receipt of " + quote(target.id) + ", which flow " +
                        quote(fl.id) + " delivers to rank " + std::to_string(fl.dst) + ", not to rank " +
                        std::to_string(op.rank));
           continue;
         }
       } else if (target.rank != op.rank) {
         const bool addressed_here = target.type == OpType::send && p.flows[target.flow].dst == op.rank;
-        error(r, owhat + " (" + rank_of_op + ") depends on " + quote(target.id) + " of rank " +
+        error(r, owhat + " (rank " + std::to_string(op.rank) + ") depends on " + quote(target.id) + " of rank " +
                      std::to_string(target.rank) + ": across ranks only the receipt of a message can be awaited" +
                      (addressed_here ? " (write recv:" + target.id + ")" : ""));
         continue;
@@ -538,10 +536,7 @@ ProfileLoad finish(Profile p, Diagnostics diags, bool truncated, const std::stri
   if (truncated) {
     diags.push_back({file, 0, 0, "too many problems; only the first " + std::to_string(kMaxDiagnostics) + " are shown"});
   }
-  if (diags.empty()) {
-    p.index();
-    out.profile = std::move(p);
-  }
+  if (diags.empty()) out.profile = std::move(p);  // the reader built the indexes
   out.diagnostics = std::move(diags);
   return out;
 }
@@ -560,7 +555,7 @@ ProfileLoad load_doc(const std::optional<YamlDoc>& doc, const Diagnostic& syntax
 
 ProfileLoad load_profile_text(std::string_view text, const std::string& file, const std::string& base_dir) {
   Diagnostic syntax;
-  const auto doc = YamlDoc::parse(text, file, &syntax);
+  const auto doc = YamlDoc::parse(std::string(text), file, &syntax);
   return load_doc(doc, syntax, file, base_dir);
 }
 

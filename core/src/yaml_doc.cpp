@@ -72,7 +72,7 @@ class EventBuilder final : public YAML::EventHandler {
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t, const std::string& value) override {
     // yaml-cpp tags plain scalars "?" and quoted or block scalars "!"; a plain ~ or
     // null arrives as OnNull.
-    tree_.add(YamlDoc::Node{YamlDoc::Kind::scalar, tag == "!", mark.line + 1, mark.column + 1, 0, 0, value});
+    tree_.add(YamlDoc::Node{YamlDoc::Kind::scalar, tag == "!", mark.line + 1, mark.column + 1, 0, 0, tree_.own(value)});
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
@@ -146,9 +146,20 @@ std::optional<YamlDoc> YamlDoc::parse_reference(std::string_view text, const std
   return doc;
 }
 
-std::optional<YamlDoc> YamlDoc::parse(std::string_view text, const std::string& file, Diagnostic* error) {
-  if (auto fast = parse_fast(text, file)) return fast;
-  return parse_reference(text, file, error);
+std::optional<YamlDoc> YamlDoc::parse(std::string text, const std::string& file, Diagnostic* error) {
+  YamlDoc doc;
+  doc.file_ = file;
+  doc.source_ = std::make_unique<std::string>(std::move(text));
+  if (parse_fast_into(doc)) return doc;
+  return parse_reference(*doc.source_, file, error);
+}
+
+std::optional<YamlDoc> YamlDoc::parse_fast(std::string_view text, const std::string& file) {
+  YamlDoc doc;
+  doc.file_ = file;
+  doc.source_ = std::make_unique<std::string>(text);
+  if (parse_fast_into(doc)) return doc;
+  return std::nullopt;
 }
 
 std::optional<YamlDoc> YamlDoc::parse(std::istream& in, const std::string& file, Diagnostic* error) {

@@ -10,6 +10,8 @@
 // same line; comments; CRLF line ends. Outside it: tabs, non-ASCII bytes,
 // anchors, aliases, tags, block scalars, multi-line scalars or flow collections,
 // document markers, directives, complex or quoted keys.
+#include <array>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -36,9 +38,31 @@ bool is_indicator(char c) {
   }
 }
 
+// Characters the fast path accepts inside a plain scalar. yaml-cpp gives some
+// others a meaning even mid-scalar (a '?' in a flow map, say); rather than copy
+// each quirk, anything beyond this conservative set goes to the reference.
+constexpr std::array<std::uint8_t, 256> make_plain_table() {
+  std::array<std::uint8_t, 256> t{};
+  constexpr std::uint8_t kBlock = 1, kFlow = 2;
+  for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = kBlock | kFlow;
+  for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = kBlock | kFlow;
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = kBlock | kFlow;
+  for (char c : std::string_view(" _.-/@:+#()=~")) t[static_cast<unsigned char>(c)] = kBlock | kFlow;
+  t[static_cast<unsigned char>(',')] = kBlock;
+  return t;
+}
+constexpr auto kPlainTable = make_plain_table();
+
+bool plain_char_ok(char c, bool flow) {
+  return (kPlainTable[static_cast<unsigned char>(c)] & (flow ? 2 : 1)) != 0;
+}
+
 class FastParser {
  public:
-  FastParser(std::string_view text, YamlDoc& doc) : text_(text), tree_(doc) {}
+  // `text` must be the document's own source: scalars become views into it.
+  FastParser(std::string_view text, YamlDoc& doc) : text_(text), tree_(doc) {
+    tree_.reserve(text.size() / 8 + 16);  // about one node per 8 bytes in generated profiles
+  }
 
   void run() {
     std::size_t pos = 0;
@@ -47,7 +71,10 @@ class FastParser {
       if (end == std::string_view::npos) end = text_.size();
       std::string_view line = text_.substr(pos, end - pos);
       ++line_no_;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (!line.empty() && line.back() == '\r') {
+        if (end == text_.size()) throw GiveUp{};  // yaml-cpp reads a final lone CR its own way
+        line.remove_suffix(1);
+      }
       content_line(line);
       if (end == text_.size()) break;
       pos = end + 1;
@@ -150,6 +177,9 @@ class FastParser {
     std::string_view key = c.substr(0, k);
     while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
     if (key.empty() || is_null_word(key)) throw GiveUp{};
+    for (char ch : key) {
+      if (!plain_char_ok(ch, true)) throw GiveUp{};
+    }
     add_scalar(key, false, indent);
     std::size_t j = k + 1;
     while (j < c.size() && c[j] == ' ') ++j;
@@ -177,7 +207,7 @@ class FastParser {
           break;
         }
         if (s[j] == ':' && (j + 1 == s.size() || s[j + 1] == ' ')) throw GiveUp{};
-        if (s[j] == '[' || s[j] == ']' || s[j] == '{' || s[j] == '}') throw GiveUp{};
+        if (!plain_char_ok(s[j], false)) throw GiveUp{};
       }
       std::string_view v = s.substr(0, end);
       while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
@@ -198,23 +228,26 @@ class FastParser {
   void quoted(std::string_view s, std::size_t& pos, int col) {
     const char q = s[pos];
     const int start = col + static_cast<int>(pos);
-    std::string value;
+    std::string unescaped;  // only for '' inside single quotes
+    bool escaped = false;
     std::size_t j = pos + 1;
     for (;; ++j) {
       if (j >= s.size()) throw GiveUp{};  // continues on the next line
       if (q == '"' && s[j] == '\\') throw GiveUp{};
       if (s[j] == q) {
         if (q == '\'' && j + 1 < s.size() && s[j + 1] == '\'') {
-          value += '\'';
+          escaped = true;
+          unescaped += '\'';
           ++j;
           continue;
         }
         break;
       }
-      value += s[j];
+      unescaped += s[j];
     }
+    const std::string_view verbatim = s.substr(pos + 1, j - pos - 1);
     pos = j + 1;
-    add_scalar(value, true, start);
+    add_scalar(escaped ? tree_.own(std::move(unescaped)) : verbatim, true, start);
   }
 
   void flow(std::string_view s, std::size_t& pos, int col) {
@@ -276,7 +309,7 @@ class FastParser {
     for (; j < s.size(); ++j) {
       const char c = s[j];
       if (c == ',' || c == ']' || c == '}') break;
-      if (c == '[' || c == '{' || c == '"' || c == '\'') throw GiveUp{};
+      if (!plain_char_ok(c, true)) throw GiveUp{};
       if (c == '#' && s[j - 1] == ' ') throw GiveUp{};
       if (c == ':' && (j + 1 == s.size() || s[j + 1] == ' ' || s[j + 1] == ',' || s[j + 1] == ']' || s[j + 1] == '}')) break;
     }
@@ -305,7 +338,7 @@ class FastParser {
   }
 
   void add_scalar(std::string_view v, bool quoted_scalar, int col0) {
-    tree_.add(YamlDoc::Node{Kind::scalar, quoted_scalar, line_no_, col0 + 1, 0, 0, std::string(v)});
+    tree_.add(YamlDoc::Node{Kind::scalar, quoted_scalar, line_no_, col0 + 1, 0, 0, v});
   }
 
   void emit_null(int line, int col) { tree_.add(YamlDoc::Node{Kind::null, false, line, col, 0, 0, {}}); }
@@ -347,15 +380,13 @@ class FastParser {
 
 }  // namespace
 
-std::optional<YamlDoc> YamlDoc::parse_fast(std::string_view text, const std::string& file) {
-  YamlDoc doc;
-  doc.file_ = file;
+bool YamlDoc::parse_fast_into(YamlDoc& doc) {
   try {
-    FastParser(text, doc).run();
+    FastParser(*doc.source_, doc).run();
   } catch (const GiveUp&) {
-    return std::nullopt;
+    return false;
   }
-  return doc;
+  return true;
 }
 
 }  // namespace tw

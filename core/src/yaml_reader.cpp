@@ -27,6 +27,15 @@ bool valid_id(std::string_view id) {
   });
 }
 
+std::string What::str() const {
+  switch (mode_) {
+    case Mode::index: return std::string(text_) + " " + std::to_string(index_);
+    case Mode::name: return std::string(text_) + " " + quote(name_);
+    case Mode::text: break;
+  }
+  return std::string(text_);
+}
+
 void YamlReader::error_at(const std::string& file, int line, int column, std::string msg) {
   if (diags_.size() < kMaxDiagnostics) {
     diags_.push_back({file, line, column, std::move(msg)});
@@ -35,8 +44,8 @@ void YamlReader::error_at(const std::string& file, int line, int column, std::st
   }
 }
 
-std::vector<const YamlReader::Node*> YamlReader::fields(const Node& map, const std::string& what, std::initializer_list<const char*> keys,
-                                std::initializer_list<const char*> required) {
+std::vector<const YamlReader::Node*> YamlReader::fields(const Node& map, const What& what, std::initializer_list<std::string_view> keys,
+                                std::initializer_list<std::string_view> required) {
   std::vector<const Node*> out(keys.size(), nullptr);
   if (map.kind != Kind::map) {
     error(map, what + " must be a map, got " + describe(map));
@@ -50,13 +59,14 @@ std::vector<const YamlReader::Node*> YamlReader::fields(const Node& map, const s
       continue;
     }
     std::size_t j = 0;
-    for (const char* key : keys) {
+    for (std::string_view key : keys) {
       if (k.value == key) break;
       ++j;
     }
     if (j == keys.size()) {
-      std::vector<std::string> cands(keys.begin(), keys.end());
-      const std::string hint = closest_match(k.value, cands);
+      std::vector<std::string> cands;
+      for (std::string_view key : keys) cands.emplace_back(key);
+      const std::string hint = closest_match(std::string(k.value), cands);
       error(k, "unknown field " + quote(k.value) + " in " + what + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
     } else if (out[j] != nullptr) {
       error(k, what + ": field " + quote(k.value) + " is given twice");
@@ -64,10 +74,10 @@ std::vector<const YamlReader::Node*> YamlReader::fields(const Node& map, const s
       out[j] = &kids[i + 1];
     }
   }
-  for (const char* r : required) {
+  for (std::string_view r : required) {
     std::size_t j = 0;
-    for (const char* key : keys) {
-      if (std::string_view(key) == r) break;
+    for (std::string_view key : keys) {
+      if (key == r) break;
       ++j;
     }
     if (out[j] == nullptr) error(map, what + " is missing the required field '" + std::string(r) + "'");
@@ -75,7 +85,7 @@ std::vector<const YamlReader::Node*> YamlReader::fields(const Node& map, const s
   return out;
 }
 
-std::span<const YamlReader::Node> YamlReader::list(const Node* n, const std::string& what) {
+std::span<const YamlReader::Node> YamlReader::list(const Node* n, const What& what) {
   if (n == nullptr) return {};
   if (n->kind == Kind::null) return {};
   if (n->kind != Kind::sequence) {
@@ -85,7 +95,7 @@ std::span<const YamlReader::Node> YamlReader::list(const Node* n, const std::str
   return doc_.children(*n);
 }
 
-const YamlReader::Node* YamlReader::scalar(const Node* n, const std::string& what, const char* field, const char* expected) {
+const YamlReader::Node* YamlReader::scalar(const Node* n, const What& what, const char* field, const char* expected) {
   if (n == nullptr) return nullptr;
   if (n->kind != Kind::scalar) {
     error(*n, what + ": '" + field + "' must be " + expected + ", got " + describe(*n));
@@ -94,34 +104,34 @@ const YamlReader::Node* YamlReader::scalar(const Node* n, const std::string& wha
   return n;
 }
 
-std::optional<std::uint64_t> YamlReader::uint_field(const Node* n, const std::string& what, const char* field,
+std::optional<std::uint64_t> YamlReader::uint_field(const Node* n, const What& what, const char* field,
                                         std::uint64_t min, std::uint64_t max) {
   const Node* s = scalar(n, what, field, "a whole number");
   if (s == nullptr) return std::nullopt;
   std::uint64_t v = 0;
   const char* b = s->value.data();
-  const char* e = b + s->value.size();
+  const char* e = b + std::string(s->value).size();
   const auto [ptr, ec] = std::from_chars(b, e, v);
   if (s->quoted || ec == std::errc::invalid_argument || ptr != e) {
     if (!s->value.empty() && s->value[0] == '-') {
-      error(*s, what + ": '" + field + "' must be at least " + std::to_string(min) + ", got " + s->value);
+      error(*s, what + ": '" + field + "' must be at least " + std::to_string(min) + ", got " + std::string(s->value));
     } else {
       error(*s, what + ": '" + field + "' must be a whole number, got " + describe(*s));
     }
     return std::nullopt;
   }
   if (ec == std::errc::result_out_of_range || v > max) {
-    error(*s, what + ": '" + field + "' is " + s->value + ", more than the limit of " + std::to_string(max));
+    error(*s, what + ": '" + field + "' is " + std::string(s->value) + ", more than the limit of " + std::to_string(max));
     return std::nullopt;
   }
   if (v < min) {
-    error(*s, what + ": '" + field + "' must be at least " + std::to_string(min) + ", got " + s->value);
+    error(*s, what + ": '" + field + "' must be at least " + std::to_string(min) + ", got " + std::string(s->value));
     return std::nullopt;
   }
   return v;
 }
 
-std::optional<Nanos> YamlReader::duration_field(const Node* n, const std::string& what, const char* field, Nanos min, Nanos max) {
+std::optional<Nanos> YamlReader::duration_field(const Node* n, const What& what, const char* field, Nanos min, Nanos max) {
   const Node* s = scalar(n, what, field, "a duration like 1.5ms or 250us");
   if (s == nullptr) return std::nullopt;
   const auto v = parse_duration(s->value);
@@ -130,21 +140,21 @@ std::optional<Nanos> YamlReader::duration_field(const Node* n, const std::string
     return std::nullopt;
   }
   if (*v < min) {
-    error(*s, what + ": '" + field + "' must be " + (min == 0 ? "zero or more" : "positive") + ", got " + s->value);
+    error(*s, what + ": '" + field + "' must be " + (min == 0 ? "zero or more" : "positive") + ", got " + std::string(s->value));
     return std::nullopt;
   }
   if (*v > max) {
-    error(*s, what + ": '" + field + "' is " + s->value + ", more than the limit of " + human_duration(max));
+    error(*s, what + ": '" + field + "' is " + std::string(s->value) + ", more than the limit of " + human_duration(max));
     return std::nullopt;
   }
   return v;
 }
 
-std::optional<Bytes> YamlReader::bytes_field(const Node* n, const std::string& what, const char* field, Bytes max) {
+std::optional<Bytes> YamlReader::bytes_field(const Node* n, const What& what, const char* field, Bytes max) {
   const Node* s = scalar(n, what, field, "a size in bytes like 1048576 or 4MiB");
   if (s == nullptr) return std::nullopt;
   if (!s->value.empty() && s->value[0] == '-') {
-    error(*s, what + ": '" + field + "' must be positive, got " + s->value);
+    error(*s, what + ": '" + field + "' must be positive, got " + std::string(s->value));
     return std::nullopt;
   }
   const auto v = parse_bytes(s->value);
@@ -157,19 +167,19 @@ std::optional<Bytes> YamlReader::bytes_field(const Node* n, const std::string& w
     return std::nullopt;
   }
   if (*v > max) {
-    error(*s, what + ": '" + field + "' is " + s->value + ", more than the limit of " + human_bytes(max));
+    error(*s, what + ": '" + field + "' is " + std::string(s->value) + ", more than the limit of " + human_bytes(max));
     return std::nullopt;
   }
   return v;
 }
 
-std::optional<std::string> YamlReader::string_field(const Node* n, const std::string& what, const char* field) {
+std::optional<std::string> YamlReader::string_field(const Node* n, const What& what, const char* field) {
   const Node* s = scalar(n, what, field, "a string");
   if (s == nullptr) return std::nullopt;
-  return s->value;
+  return std::string(s->value);
 }
 
-std::optional<std::string> YamlReader::id_field(const Node* n, const std::string& what, const char* field) {
+std::optional<std::string> YamlReader::id_field(const Node* n, const What& what, const char* field) {
   const Node* s = scalar(n, what, field, "a name");
   if (s == nullptr) return std::nullopt;
   if (!valid_id(s->value)) {
@@ -177,10 +187,10 @@ std::optional<std::string> YamlReader::id_field(const Node* n, const std::string
                   " is not a valid name: use 1 to 256 letters, digits and _ . - / #");
     return std::nullopt;
   }
-  return s->value;
+  return std::string(s->value);
 }
 
-std::optional<bool> YamlReader::bool_field(const Node* n, const std::string& what, const char* field) {
+std::optional<bool> YamlReader::bool_field(const Node* n, const What& what, const char* field) {
   const Node* s = scalar(n, what, field, "true or false");
   if (s == nullptr) return std::nullopt;
   if (!s->quoted && s->value == "true") return true;

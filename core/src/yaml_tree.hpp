@@ -20,6 +20,9 @@ class YamlTreeAssembler {
   // Completes the arena: the root goes last.
   void finish();
   std::size_t depth() const { return levels_.empty() ? 0 : levels_.size() - 1; }
+  // Keeps a copy of a value that is not verbatim in the source; returns a view of it.
+  std::string_view own(std::string value) { return doc_.owned_.emplace_back(std::move(value)); }
+  void reserve(std::size_t nodes) { doc_.nodes_.reserve(nodes); }
 
  private:
   struct Level {

@@ -21,8 +21,8 @@ inline bool same_node(const YamlDoc& a, const YamlDoc::Node& x, const YamlDoc& b
   if (x.kind == YamlDoc::Kind::null) return true;
   if (x.line != y.line || x.column != y.column) return fail("position");
   if (x.kind == YamlDoc::Kind::scalar) {
-    if (x.value != y.value) return fail("value '" + x.value + "' vs '" + y.value + "'");
-    if (x.quoted != y.quoted) return fail("quoting of '" + x.value + "'");
+    if (x.value != y.value) return fail("value '" + std::string(x.value) + "' vs '" + std::string(y.value) + "'");
+    if (x.quoted != y.quoted) return fail("quoting of '" + std::string(x.value) + "'");
     return true;
   }
   const auto xs = a.children(x);

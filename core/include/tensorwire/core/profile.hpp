@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -107,6 +108,14 @@ struct Observed {
   std::string ops_file;  // sidecar (CSV), relative to the profile; empty if none
 };
 
+// Lets maps keyed by std::string be searched with a string_view.
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <typename V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
 struct Profile {
   int version = kProfileVersion;
   Metadata metadata;
@@ -119,8 +128,8 @@ struct Profile {
   std::optional<Observed> observed;
 
   // Lookups by id; built by index() (the loader calls it).
-  std::unordered_map<std::string, OpIndex> op_by_id;
-  std::unordered_map<std::string, FlowIndex> flow_by_id;
+  StringMap<OpIndex> op_by_id;
+  StringMap<FlowIndex> flow_by_id;
   void index();
 };
 

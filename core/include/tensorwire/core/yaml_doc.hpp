@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <istream>
 #include <optional>
 #include <span>
@@ -34,14 +36,20 @@ class YamlDoc {
     int column = 0;  // 1-based
     std::uint32_t first = 0;  // index of the first child in the arena
     std::uint32_t count = 0;  // children; a map's are key, value, key, value...
-    std::string value;  // scalar text
+    std::string_view value;  // scalar text, owned by the YamlDoc
   };
 
   static constexpr int kMaxDepth = 64;
 
+  YamlDoc() = default;
+  YamlDoc(YamlDoc&&) = default;
+  YamlDoc& operator=(YamlDoc&&) = default;
+  YamlDoc(const YamlDoc&) = delete;  // nodes point into the document's own text
+  YamlDoc& operator=(const YamlDoc&) = delete;
+
   // Parses text; on a syntax error returns nullopt and sets *error (file:line:col).
   static std::optional<YamlDoc> parse(std::istream& in, const std::string& file, Diagnostic* error);
-  static std::optional<YamlDoc> parse(std::string_view text, const std::string& file, Diagnostic* error);
+  static std::optional<YamlDoc> parse(std::string text, const std::string& file, Diagnostic* error);
   // The fast path alone: nullopt when the text leaves its subset (or is invalid).
   static std::optional<YamlDoc> parse_fast(std::string_view text, const std::string& file);
   // yaml-cpp alone.
@@ -56,6 +64,14 @@ class YamlDoc {
 
  private:
   friend class YamlTreeAssembler;
+  // The fast path over source_; false (and the document left to be discarded)
+  // when the text leaves its subset.
+  static bool parse_fast_into(YamlDoc& doc);
+
+  // Scalars are views into source_ (fast path) or owned_ (unescaped values, the
+  // reference path). Both keep their addresses when the document moves.
+  std::unique_ptr<std::string> source_;
+  std::deque<std::string> owned_;
   std::vector<Node> nodes_;
   std::uint32_t root_ = 0;
   std::string file_;
