@@ -1,0 +1,155 @@
+// What one rank does and when: the dependency tracking and scheduling rules of
+// docs/profile-format.md ("Execution"), without any I/O or clock of its own.
+//
+// The agent feeds it events (a compute op ended, a message was handed to the
+// kernel, a message arrived) with the time they happened; it answers with actions
+// (start this compute op, send this message) and the time each should start. All
+// times are nanoseconds on one monotonic clock chosen by the caller, so unit
+// tests drive it with a fake clock. Not thread-safe: one thread calls it.
+//
+// Closed loop (default): an op of iteration i is ready when its dependencies have
+// completed; it starts `gap` later, but a compute op waits for the rank's
+// previous compute op and a send for the previous message on its flow. Open loop:
+// every send of iteration i is planned at start + i x period + its offset, compute
+// and dependencies ignored; sends on a flow still go one after another.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <queue>
+#include <vector>
+
+#include "tensorwire/core/profile.hpp"
+
+namespace tw {
+
+struct ExecutorOptions {
+  double slowdown = 1.0;  // compute durations are multiplied by this
+  std::uint64_t iterations = 0;  // 0: the profile's
+  bool open_loop = false;
+  // Open loop: per op (indexed like profile.ops), its start offset within an
+  // iteration, and the iteration period.
+  std::vector<Nanos> offsets;
+  Nanos period = 0;
+};
+
+struct Action {
+  enum class Kind : std::uint8_t { compute, send };
+  Kind kind = Kind::compute;
+  OpIndex op = 0;
+  std::uint32_t iteration = 0;
+  Nanos at = 0;  // planned start
+  Nanos duration = 0;  // compute: how long to hold the rank (slowdown applied)
+};
+
+class Executor {
+ public:
+  // `profile` must outlive the executor and be valid (as loaded).
+  Executor(const Profile& profile, RankId rank, ExecutorOptions options);
+
+  // Begins iteration 0 at `now`.
+  void start(Nanos now);
+
+  // Events, each at the time it happened. The agent reports every action it was
+  // given exactly once, in any order consistent with time.
+  void compute_done(OpIndex op, std::uint32_t iteration, Nanos now);
+  void send_done(OpIndex op, std::uint32_t iteration, Nanos now);
+  // A message addressed to this rank arrived (its last byte, plus any emulated delay).
+  void received(OpIndex op, std::uint32_t iteration, Nanos now);
+
+  // The time has come for work planned earlier (see next_wake).
+  void tick(Nanos now);
+
+  // The next action to carry out now, if any: call until it returns false after
+  // start(), tick() and every event. An action's `at` is its planned start; it is
+  // handed out once that time has come (at <= the time of the call that made it).
+  bool next_action(Action& out);
+
+  // When the executor next needs a tick(): the planned start of the earliest op
+  // that waits only for its time to come; nullopt if none does.
+  std::optional<Nanos> next_wake() const;
+
+  // All iterations done: every own op completed, every incoming message received.
+  bool finished() const { return completed_iterations_ == iterations_; }
+  std::uint64_t iterations() const { return iterations_; }
+  std::uint64_t completed_iterations() const { return completed_iterations_; }
+
+  // Per-iteration times of this rank: when it entered the iteration and when the
+  // iteration completed. Valid for completed iterations; the agent reads and may
+  // forget them as they complete (pop_completed).
+  struct IterationTimes {
+    std::uint32_t iteration;
+    Nanos start;
+    Nanos end;
+  };
+  bool pop_completed(IterationTimes& out);
+
+  // Whether `op` (sent by another rank) is addressed to this rank.
+  bool incoming(OpIndex op) const { return is_incoming_[op]; }
+  // The instance of `op` this rank expects next (received or run so far).
+  std::uint32_t next_expected(OpIndex op) const { return static_cast<std::uint32_t>(count_[op]); }
+
+  // A human-readable account of what is not yet done, for timeouts.
+  std::string waiting_for() const;
+
+ private:
+  struct Successor {
+    OpIndex op;
+    std::uint32_t back;
+  };
+  struct Queued {
+    Nanos at;
+    OpIndex op;
+    std::uint32_t iteration;
+    bool operator>(const Queued& o) const { return at != o.at ? at > o.at : op > o.op; }
+  };
+  using MinHeap = std::priority_queue<Queued, std::vector<Queued>, std::greater<Queued>>;
+
+  void counted(OpIndex op, std::uint32_t iteration, Nanos now);
+  void arm(OpIndex op, std::uint32_t iteration, Nanos now);
+  void ready(OpIndex op, std::uint32_t iteration, Nanos now);
+  void enter_iteration(std::uint32_t iteration, Nanos now);
+  void plan_open_loop_iteration(std::uint32_t iteration);
+  void dispatch_compute(Nanos now);
+  void dispatch_flow(FlowIndex flow, Nanos now);
+  void reached(std::uint32_t iteration, Nanos now);
+
+  const Profile& p_;
+  RankId rank_;
+  ExecutorOptions o_;
+  std::uint64_t iterations_;
+
+  std::vector<OpIndex> own_;  // this rank's ops
+  std::vector<bool> is_own_;
+  std::vector<bool> is_incoming_;
+  std::vector<FlowIndex> own_flows_;
+  std::vector<std::vector<Successor>> succ_;  // own ops that depend on op (any rank)
+  std::vector<std::uint64_t> count_;  // own ops: instances completed; incoming: instances received
+  std::vector<Nanos> done_at_;  // own and incoming ops: time of the latest count
+  std::vector<std::int64_t> armed_iter_;  // own ops: armed instance, -1 if none
+  std::vector<std::uint32_t> missing_;  // own ops: unsatisfied deps of the armed instance
+
+  MinHeap compute_queue_;
+  bool computing_ = false;
+  std::vector<MinHeap> flow_queue_;  // by flow index (only own flows used)
+  std::vector<bool> flow_busy_;
+  std::vector<Action> actions_;  // a FIFO that keeps its capacity
+  std::size_t action_head_ = 0;
+
+  // Iteration bookkeeping: tracked_ counts, per iteration from first_tracked_,
+  // how many own ops completed and incoming messages arrived.
+  std::uint64_t per_iteration_total_ = 0;
+  std::deque<std::uint64_t> tracked_;
+  std::deque<Nanos> tracked_start_;
+  std::uint64_t first_tracked_ = 0;
+  std::uint64_t completed_iterations_ = 0;
+  std::uint64_t current_ = 0;  // barrier mode: the iteration the rank is in
+  std::deque<IterationTimes> completed_;
+  Nanos start_ = 0;
+  std::uint64_t open_loop_planned_ = 0;  // open loop: iterations whose sends are queued
+  std::uint64_t open_loop_pending_ = 0;  // open loop: sends of the latest planned iteration not yet started
+};
+
+}  // namespace tw

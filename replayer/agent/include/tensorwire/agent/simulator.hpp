@@ -1,0 +1,46 @@
+// A discrete-event simulation of a profile: every rank runs the same Executor the
+// agents use, over a simple network model. It is the timing model a replay is
+// held against (what the profile should take on a given link rate) and lets the
+// executor's rules be tested without sockets or sleeping.
+//
+// Network model: each rank has one full-duplex link of `link_bps`; a message is
+// transferred whole, one at a time per sending and per receiving link, taking
+// bytes / rate, and arrives `latency` after it left. A send completes for its
+// sender when the transfer ends.
+#pragma once
+
+#include <vector>
+
+#include "tensorwire/agent/executor.hpp"
+#include "tensorwire/core/profile.hpp"
+
+namespace tw {
+
+struct SimOptions {
+  double link_bps = 10e9;
+  Nanos latency = 0;
+  ExecutorOptions executor;  // applied to every rank
+  std::vector<double> slowdown;  // per rank; empty: executor.slowdown for all
+};
+
+struct SimOpTiming {
+  OpIndex op;
+  std::uint32_t iteration;
+  Nanos planned;
+  Nanos start;
+  Nanos end;  // compute end; send: the sender's completion
+  Nanos received;  // send: arrival; -1 otherwise
+};
+
+struct SimResult {
+  std::vector<std::vector<Executor::IterationTimes>> rank_iterations;  // per rank
+  std::vector<Nanos> iteration_end;  // job-wide: when the last rank finished each iteration
+  Nanos makespan = 0;
+  std::vector<SimOpTiming> ops;  // every op instance, in start order
+};
+
+// Runs every iteration of the profile. Throws std::runtime_error if the ranks
+// deadlock (an executor stops making progress before it finished).
+SimResult simulate(const Profile& profile, const SimOptions& options);
+
+}  // namespace tw

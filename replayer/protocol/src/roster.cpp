@@ -1,0 +1,88 @@
+#include "tensorwire/protocol/roster.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "tensorwire/core/yaml_reader.hpp"
+
+namespace tw {
+namespace {
+
+class RosterReader : public YamlReader {
+ public:
+  using YamlReader::YamlReader;
+
+  Roster read() {
+    Roster r;
+    const Node& root = doc_.root();
+    const auto f = fields(root, "the roster", {"token", "ranks"}, {"ranks"});
+    if (root.kind != Kind::map) return r;
+    if (auto t = string_field(f[0], "the roster", "token")) {
+      if (t->size() > 256) error(*f[0], "the roster: 'token' is longer than 256 bytes");
+      r.token = *t;
+    }
+    const auto items = list(f[1], "'ranks'");
+    r.ranks.resize(items.size());
+    std::vector<bool> seen(items.size(), false);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const What what("roster entry", i);
+      const auto g = fields(items[i], what, {"rank", "host", "port"}, {"rank", "host", "port"});
+      const auto rank = uint_field(g[0], what, "rank", 0, 65535);
+      const auto host = string_field(g[1], what, "host");
+      const auto port = uint_field(g[2], what, "port", 1, 65535);
+      if (!rank || !host || !port) continue;
+      if (*rank >= items.size()) {
+        error(*g[0], "roster: rank " + std::to_string(*rank) + " is out of range: " + std::to_string(items.size()) +
+                         " ranks are numbered 0 to " + std::to_string(items.size() - 1));
+        continue;
+      }
+      if (seen[*rank]) {
+        error(*g[0], "roster: rank " + std::to_string(*rank) + " is listed twice");
+        continue;
+      }
+      if (host->empty()) {
+        error(*g[1], "roster: rank " + std::to_string(*rank) + " has an empty host");
+        continue;
+      }
+      seen[*rank] = true;
+      r.ranks[*rank] = {static_cast<std::uint32_t>(*rank), *host, static_cast<std::uint16_t>(*port)};
+    }
+    return r;
+  }
+};
+
+}  // namespace
+
+Roster parse_roster(const std::string& text, const std::string& file) {
+  Diagnostic syntax;
+  const auto doc = YamlDoc::parse(text, file, &syntax);
+  if (!doc) throw InputError({syntax});
+  Diagnostics diags;
+  RosterReader reader(*doc, diags);
+  Roster r = reader.read();
+  if (!diags.empty()) throw InputError(std::move(diags));
+  return r;
+}
+
+Roster load_roster(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_roster(text.str(), path);
+}
+
+std::string write_roster(const Roster& roster) {
+  std::string out = "# tensorwire roster: where each rank's agent listens\n";
+  if (!roster.token.empty()) out += "token: \"" + roster.token + "\"\n";
+  out += "ranks:\n";
+  for (const auto& e : roster.ranks) {
+    out += "  - {rank: " + std::to_string(e.rank) + ", host: \"" + e.host + "\", port: " + std::to_string(e.port) + "}\n";
+  }
+  return out;
+}
+
+}  // namespace tw
