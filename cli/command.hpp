@@ -11,5 +11,6 @@ namespace tw::cli {
 using Action = std::function<int()>;
 
 void add_profile_command(CLI::App& app, Action& action);
+void add_agent_commands(CLI::App& app, Action& action);
 
 }  // namespace tw::cli

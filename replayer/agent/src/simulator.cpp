@@ -100,4 +100,39 @@ SimResult simulate(const Profile& p, const SimOptions& o) {
   return result;
 }
 
+OpenLoopPlan open_loop_plan(const Profile& p, double link_bps) {
+  OpenLoopPlan plan;
+  plan.offsets.assign(p.ops.size(), 0);
+  if (p.observed && !p.observed->ops.empty()) {
+    std::vector<Nanos> sum(p.ops.size(), 0);
+    std::vector<Nanos> count(p.ops.size(), 0);
+    for (const auto& o : p.observed->ops) {
+      sum[o.op] += o.start;
+      ++count[o.op];
+    }
+    for (std::size_t i = 0; i < p.ops.size(); ++i) plan.offsets[i] = count[i] > 0 ? sum[i] / count[i] : 0;
+    std::vector<Nanos> durations;
+    for (const auto& it : p.observed->iterations) durations.push_back(it.duration);
+    if (!durations.empty()) {
+      std::sort(durations.begin(), durations.end());
+      plan.period = durations[durations.size() / 2];
+    }
+    plan.source = "observed";
+  }
+  if (plan.period == 0) {
+    Profile one = p;
+    one.iterations = 1;
+    one.observed.reset();
+    SimOptions o;
+    o.link_bps = link_bps;
+    const SimResult r = simulate(one, o);
+    if (plan.source.empty()) {
+      for (const auto& t : r.ops) plan.offsets[t.op] = t.start;
+      plan.source = "simulated at " + human_rate(link_bps);
+    }
+    plan.period = std::max<Nanos>(r.makespan, 1);
+  }
+  return plan;
+}
+
 }  // namespace tw

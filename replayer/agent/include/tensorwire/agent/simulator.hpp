@@ -39,6 +39,17 @@ struct SimResult {
   std::vector<SimOpTiming> ops;  // every op instance, in start order
 };
 
+// The plan of an open-loop replay: each op's start offset within an iteration and
+// the iteration period. From the observed timings when the profile has them (the
+// mean start of each op, the median iteration time), else from a simulated
+// iteration at `link_bps`.
+struct OpenLoopPlan {
+  std::vector<Nanos> offsets;  // per op
+  Nanos period = 0;
+  std::string source;  // "observed" or "simulated at 10.00 Gb/s"
+};
+OpenLoopPlan open_loop_plan(const Profile& profile, double link_bps);
+
 // Runs every iteration of the profile. Throws std::runtime_error if the ranks
 // deadlock (an executor stops making progress before it finished).
 SimResult simulate(const Profile& profile, const SimOptions& options);

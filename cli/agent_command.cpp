@@ -1,0 +1,238 @@
+// `tensorwire agent` and `tensorwire replay --local`.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "command.hpp"
+#include "tensorwire/agent/agent.hpp"
+#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/core/profile_stats.hpp"
+#include "tensorwire/core/text_table.hpp"
+#include "tensorwire/launch/local_replay.hpp"
+
+namespace tw::cli {
+namespace {
+
+Profile load_or_throw(const std::string& file) {
+  ProfileLoad load = load_profile_file(file);
+  if (!load.ok()) throw InputError(std::move(load.diagnostics));
+  return std::move(*load.profile);
+}
+
+// Options shared by `agent` and `replay`, passed through to the agents.
+struct ReplayArgs {
+  bool open_loop = false;
+  double link_gbps = 10;
+  double slowdown = 1;
+  double spin_us = -1;  // -1: automatic
+  double delay_us = 0;
+  std::uint64_t iterations = 0;
+  double connect_timeout_s = 30;
+  double idle_timeout_s = 60;
+};
+
+void add_replay_options(CLI::App* app, ReplayArgs& a) {
+  app->add_flag("--open-loop", a.open_loop,
+                "Send every message at its original offset from the iteration start, ignoring dependencies");
+  app->add_option("--link-gbps", a.link_gbps, "Link rate of the timing model (open-loop plan, comparison)")
+      ->capture_default_str();
+  app->add_option("--spin-us", a.spin_us, "Busy-wait this long before each deadline (default: 20 unless agents outnumber cores)");
+  app->add_option("--delay-us", a.delay_us, "Emulated one-way latency added to every received message");
+  app->add_option("--iterations", a.iterations, "Replay this many iterations instead of the profile's");
+  app->add_option("--connect-timeout", a.connect_timeout_s, "Seconds to get every flow connected")->capture_default_str();
+  app->add_option("--idle-timeout", a.idle_timeout_s, "Seconds without progress before giving up")->capture_default_str();
+}
+
+ExecutorOptions executor_options(const Profile& p, const ReplayArgs& a) {
+  ExecutorOptions e;
+  e.slowdown = a.slowdown;
+  e.iterations = a.iterations;
+  e.open_loop = a.open_loop;
+  if (a.open_loop) {
+    const OpenLoopPlan plan = open_loop_plan(p, a.link_gbps * 1e9);
+    e.offsets = plan.offsets;
+    e.period = plan.period;
+  }
+  return e;
+}
+
+Nanos seconds(double s, const char* option) {
+  if (!(s > 0) || s > 86400) throw std::invalid_argument(std::string(option) + " must be from 0 to 86400 seconds");
+  return static_cast<Nanos>(std::llround(s * 1e9));
+}
+
+struct AgentArgs {
+  RankId rank = 0;
+  std::string profile;
+  std::string roster;
+  std::string out;
+  std::string token;
+  int listen_fd = -1;
+  Nanos start_at = 0;
+  bool quiet = false;
+  ReplayArgs replay;
+};
+
+int run_agent_command(const AgentArgs& a) {
+  const Profile p = load_or_throw(a.profile);
+  AgentConfig c;
+  c.rank = a.rank;
+  c.profile_path = a.profile;
+  c.roster = load_roster(a.roster);
+  if (!a.token.empty()) c.roster.token = a.token;
+  c.out_dir = a.out;
+  if (!(a.replay.slowdown > 0) || a.replay.slowdown > 1000) throw std::invalid_argument("--slowdown must be from 0 to 1000");
+  if (a.replay.delay_us < 0) throw std::invalid_argument("--delay-us must be zero or more");
+  c.executor = executor_options(p, a.replay);
+  c.spin = static_cast<Nanos>(std::llround((a.replay.spin_us < 0 ? 20.0 : a.replay.spin_us) * 1e3));
+  c.delay = static_cast<Nanos>(std::llround(a.replay.delay_us * 1e3));
+  c.connect_timeout = seconds(a.replay.connect_timeout_s, "--connect-timeout");
+  c.idle_timeout = seconds(a.replay.idle_timeout_s, "--idle-timeout");
+  c.listen_fd = a.listen_fd;
+  if (a.start_at > 0) c.start_at = a.start_at;
+  c.quiet = a.quiet;
+  run_agent(p, c);
+  return 0;
+}
+
+struct LocalArgs {
+  std::uint32_t local = 0;
+  std::string profile;
+  std::string out;
+  std::vector<std::string> slow_ranks;
+  double timeout_s = 600;
+  bool json = false;
+  ReplayArgs replay;
+};
+
+std::string self_exe() {
+  std::vector<char> buf(4096);
+  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0) throw std::runtime_error("cannot find the tensorwire binary (/proc/self/exe)");
+  return std::string(buf.data(), static_cast<std::size_t>(n));
+}
+
+int run_local_command(const LocalArgs& a) {
+  const Profile p = load_or_throw(a.profile);
+  if (a.local != p.ranks.size()) {
+    throw std::invalid_argument("--local " + std::to_string(a.local) + ": the profile has " + std::to_string(p.ranks.size()) +
+                                " ranks; run one agent per rank");
+  }
+  LocalReplayOptions o;
+  o.exe = self_exe();
+  o.profile_path = a.profile;
+  o.out_dir = a.out;
+  o.timeout = seconds(a.timeout_s, "--timeout");
+  const ReplayArgs& r = a.replay;
+  // Spinning costs a core per agent: only when every agent can have one.
+  const double spin = r.spin_us >= 0 ? r.spin_us : (a.local < std::thread::hardware_concurrency() ? 20.0 : 0.0);
+  o.agent_args = {"--spin-us", fmt::format("{}", spin), "--link-gbps", fmt::format("{}", r.link_gbps),
+                  "--connect-timeout", fmt::format("{}", r.connect_timeout_s), "--idle-timeout",
+                  fmt::format("{}", r.idle_timeout_s)};
+  if (r.open_loop) o.agent_args.push_back("--open-loop");
+  if (r.delay_us > 0) o.agent_args.insert(o.agent_args.end(), {"--delay-us", fmt::format("{}", r.delay_us)});
+  if (r.iterations > 0) o.agent_args.insert(o.agent_args.end(), {"--iterations", std::to_string(r.iterations)});
+  for (const auto& s : a.slow_ranks) {
+    const auto colon = s.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("");
+      const unsigned long rank = std::stoul(s.substr(0, colon));
+      const double factor = std::stod(s.substr(colon + 1));
+      if (rank >= p.ranks.size() || !(factor > 0)) throw std::invalid_argument("");
+      o.slow_ranks.emplace_back(static_cast<RankId>(rank), factor);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--slow-rank '" + s + "': expected RANK:FACTOR with a rank of the profile, like 2:1.5");
+    }
+  }
+
+  const LocalReplayResult result = run_local_replay(p, o);
+
+  // The timing model: the same profile simulated at --link-gbps.
+  Profile model = p;
+  if (r.iterations > 0) model.iterations = r.iterations;
+  SimOptions so;
+  so.link_bps = r.link_gbps * 1e9;
+  so.executor = executor_options(p, r);
+  for (const auto& [rank, f] : o.slow_ranks) {
+    if (so.slowdown.empty()) so.slowdown.assign(p.ranks.size(), 1.0);
+    so.slowdown[rank] = f;
+  }
+  const SimResult sim = simulate(model, so);
+
+  std::vector<Nanos> times;
+  for (const auto& [s, e] : result.iterations) times.push_back(e - s);
+  std::vector<Nanos> sim_times;
+  Nanos prev = 0;
+  for (Nanos end : sim.iteration_end) {
+    sim_times.push_back(end - prev);
+    prev = end;
+  }
+  if (a.json) {
+    nlohmann::json j;
+    j["profile"] = a.profile;
+    j["out"] = a.out;
+    j["iteration_ns"] = times;
+    j["model_iteration_ns"] = sim_times;
+    j["model_link_bps"] = so.link_bps;
+    j["messages"] = result.messages;
+    j["bytes"] = result.bytes;
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  TextTable t({"iteration", "replayed", "model"});
+  const std::size_t shown = std::min<std::size_t>(times.size(), 20);
+  for (std::size_t i = 0; i < shown; ++i) {
+    t.add({std::to_string(i), human_duration(times[i]), i < sim_times.size() ? human_duration(sim_times[i]) : "-"});
+  }
+  fmt::print("{}", t.str());
+  if (times.size() > shown) fmt::print("  ... {} more iterations\n", times.size() - shown);
+  std::vector<Nanos> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const Nanos median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  std::vector<Nanos> sorted_sim = sim_times;
+  std::sort(sorted_sim.begin(), sorted_sim.end());
+  const Nanos sim_median = sorted_sim.empty() ? 0 : sorted_sim[sorted_sim.size() / 2];
+  fmt::print("\n{} iterations, median {} (timing model at {}: {}); {} messages, {} delivered\n", times.size(),
+             human_duration(median), human_rate(so.link_bps), human_duration(sim_median), result.messages,
+             human_bytes(result.bytes));
+  fmt::print("results in {}\n", a.out);
+  return 0;
+}
+
+}  // namespace
+
+void add_agent_commands(CLI::App& app, Action& action) {
+  auto agent = std::make_shared<AgentArgs>();
+  CLI::App* s = app.add_subcommand("agent", "Run one replay agent: one rank of a profile, as real TCP traffic");
+  s->add_option("--rank", agent->rank, "The rank this agent plays")->required();
+  s->add_option("--profile", agent->profile, "Traffic profile (YAML)")->required();
+  s->add_option("--roster", agent->roster, "Roster file: where each rank's agent listens, and the run token")->required();
+  s->add_option("--out", agent->out, "Directory for the results")->required();
+  s->add_option("--token", agent->token, "Run token (overrides the roster's)");
+  s->add_option("--slowdown", agent->replay.slowdown, "Stretch this rank's compute by this factor (a straggler)")
+      ->capture_default_str();
+  s->add_option("--listen-fd", agent->listen_fd, "Use this inherited listening socket (set by replay --local)");
+  s->add_option("--start-at", agent->start_at, "Begin iteration 0 at this CLOCK_REALTIME time, in ns");
+  s->add_flag("--quiet", agent->quiet, "Print errors only");
+  add_replay_options(s, agent->replay);
+  s->callback([&action, agent] { action = [agent] { return run_agent_command(*agent); }; });
+
+  auto local = std::make_shared<LocalArgs>();
+  CLI::App* r = app.add_subcommand("replay", "Replay a profile with one agent per rank on this machine (loopback)");
+  r->add_option("--local", local->local, "Number of local agents: one per rank of the profile")->required();
+  r->add_option("profile", local->profile, "Traffic profile (YAML)")->required();
+  r->add_option("--out", local->out, "Directory for the results")->required();
+  r->add_option("--slow-rank", local->slow_ranks, "RANK:FACTOR: stretch one rank's compute (repeatable)");
+  r->add_option("--timeout", local->timeout_s, "Seconds the whole replay may take")->capture_default_str();
+  r->add_flag("--json", local->json, "Machine-readable output");
+  add_replay_options(r, local->replay);
+  r->callback([&action, local] { action = [local] { return run_local_command(*local); }; });
+}
+
+}  // namespace tw::cli

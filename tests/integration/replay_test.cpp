@@ -1,0 +1,271 @@
+// The replay data plane end to end: real agent processes on loopback.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tensorwire/agent/agent.hpp"
+#include "tensorwire/agent/records.hpp"
+#include "tensorwire/agent/run_check.hpp"
+#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/launch/child_process.hpp"
+#include "tensorwire/protocol/frame.hpp"
+#include "tensorwire/protocol/roster.hpp"
+
+namespace tw {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBinary = TW_BINARY;
+const std::string kSource = TW_SOURCE_DIR;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/tw-replay-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct Ran {
+  int status;
+  std::string output;
+};
+
+Ran run(const std::string& cmd, const std::string& dir) {
+  const std::string log = dir + "/cmd.log";
+  const int st = std::system((cmd + " > " + log + " 2>&1").c_str());
+  std::ifstream in(log);
+  std::stringstream s;
+  s << in.rdbuf();
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128, s.str()};
+}
+
+Profile load(const std::string& path) {
+  ProfileLoad l = load_profile_file(path);
+  EXPECT_TRUE(l.ok());
+  return std::move(*l.profile);
+}
+
+RunCheck check(const Profile& p, const std::string& dir, RunCheckOptions o) {
+  std::vector<std::vector<Record>> ranks;
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) ranks.push_back(read_records(records_path(dir, static_cast<RankId>(r))));
+  return check_run(p, ranks, o);
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += s + "\n";
+  return out;
+}
+
+TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
+  TempDir dir;
+  const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
+  const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() + " --iterations 4", dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("4 iterations, median"), std::string::npos) << r.output;
+  const Profile p = load(profile);
+  const RunCheck c = check(p, dir.path(), {4, false, 50 * kMicro});
+  EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
+  std::size_t sends = 0;
+  for (const Op& op : p.ops) sends += op.type == OpType::send ? 1 : 0;
+  EXPECT_EQ(c.messages, 4 * sends);
+  EXPECT_GT(c.dependencies_checked, 4 * sends);
+}
+
+TEST(Replay, FourRankResNetAndParameterServer) {
+  for (const auto& [file, n] : {std::pair{"resnet50-ring-4.yaml", 4}, std::pair{"resnet50-ps-4w2s.yaml", 6}}) {
+    SCOPED_TRACE(file);
+    TempDir dir;
+    const std::string profile = kSource + "/traffic_profiles/" + file;
+    const Ran r = run(kBinary + " replay --local " + std::to_string(n) + " " + profile + " --out " + dir.path() +
+                          " --iterations 2",
+                      dir.path());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const RunCheck c = check(load(profile), dir.path(), {2, false, 50 * kMicro});
+    EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
+    EXPECT_GT(c.messages, 1000U);
+  }
+}
+
+TEST(Replay, OpenLoopKeepsTheOriginalSpacing) {
+  TempDir dir;
+  const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
+  // A plan for 1 Gb/s links, which loopback outpaces: every message can go on time.
+  const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() +
+                        " --iterations 3 --open-loop --link-gbps 1",
+                    dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Profile p = load(profile);
+  const RunCheck c = check(p, dir.path(), {3, true, 50 * kMicro});
+  EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
+  // Every message was planned at start + i x period + its offset, whatever its
+  // dependencies did, and none went before its time.
+  const OpenLoopPlan plan = open_loop_plan(p, 1e9);
+  std::vector<Nanos> late;
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    std::optional<Nanos> origin;
+    for (const Record& rec : read_records(records_path(dir.path(), static_cast<RankId>(rank)))) {
+      if (rec.kind != RecordKind::send) continue;
+      const Nanos o = rec.t[0] - plan.offsets[rec.op] - static_cast<Nanos>(rec.iteration) * plan.period;
+      if (!origin) origin = o;
+      EXPECT_EQ(o, *origin) << p.ops[rec.op].id << " of iteration " << rec.iteration;
+      EXPECT_GE(rec.t[1], rec.t[0]);
+      late.push_back(rec.t[1] - rec.t[0]);
+    }
+  }
+  ASSERT_EQ(late.size(), c.messages);
+  std::sort(late.begin(), late.end());
+  // Generous: this checks that messages follow the plan, not how precisely
+  // (bench/ measures the precision).
+  EXPECT_LT(late[late.size() / 2], 20 * kMilli) << "median start error";
+}
+
+// Two agents started by hand with their own roster, for the failure cases.
+class Pair {
+ public:
+  explicit Pair(const std::string& dir) : dir_(dir) {
+    for (int i = 0; i < 2; ++i) {
+      fds_[i] = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      socklen_t len = sizeof sa;
+      ::bind(fds_[i], reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+      ::listen(fds_[i], 16);
+      ::getsockname(fds_[i], reinterpret_cast<sockaddr*>(&sa), &len);
+      roster_.ranks.push_back({static_cast<std::uint32_t>(i), "127.0.0.1", ntohs(sa.sin_port)});
+    }
+    roster_.token = "secret-token";
+    std::ofstream(dir + "/roster.yaml") << write_roster(roster_);
+  }
+  ~Pair() {
+    for (int fd : fds_) ::close(fd);
+  }
+  ChildProcess start(int rank, const std::string& profile, std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {kBinary, "agent", "--rank", std::to_string(rank), "--profile", profile, "--roster",
+                                     dir_ + "/roster.yaml", "--out", dir_, "--listen-fd", "3", "--quiet"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return ChildProcess::spawn(argv, fds_[rank]);
+  }
+  const Roster& roster() const { return roster_; }
+  int listen_fd(int rank) const { return fds_[rank]; }
+
+ private:
+  std::string dir_;
+  int fds_[2] = {-1, -1};
+  Roster roster_;
+};
+
+// Waits for a child with a deadline; returns its wait status or -1 on timeout.
+int wait_for(ChildProcess& c, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (auto st = c.poll()) return *st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return -1;
+}
+
+std::string summary_error(const std::string& dir, int rank) {
+  std::ifstream in(summary_path(dir, static_cast<RankId>(rank)));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(Replay, AKilledPeerMakesTheOtherExitWithAClearError) {
+  TempDir dir;
+  Pair pair(dir.path());
+  const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
+  ChildProcess a = pair.start(0, profile, {"--iterations", "100000"});
+  ChildProcess b = pair.start(1, profile, {"--iterations", "100000"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_FALSE(a.poll().has_value());
+  b.signal(SIGKILL);
+  const int st = wait_for(a, std::chrono::seconds(10));
+  ASSERT_NE(st, -1) << "the surviving agent did not exit";
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+  const std::string err = summary_error(dir.path(), 0);
+  EXPECT_NE(err.find("rank 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("flow r"), std::string::npos) << err;
+  EXPECT_NE(err.find("127.0.0.1"), std::string::npos) << err;
+  EXPECT_GT(read_records(records_path(dir.path(), 0)).size(), 0U) << "results so far are kept";
+}
+
+TEST(Replay, AWrongTokenIsRefused) {
+  TempDir dir;
+  Pair pair(dir.path());
+  const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
+  ChildProcess a = pair.start(0, profile, {"--connect-timeout", "3"});
+  ChildProcess b = pair.start(1, profile, {"--token", "guess", "--connect-timeout", "3"});
+  const int sb = wait_for(b, std::chrono::seconds(10));
+  ASSERT_NE(sb, -1);
+  EXPECT_TRUE(WIFEXITED(sb) && WEXITSTATUS(sb) != 0);
+  EXPECT_NE(summary_error(dir.path(), 1).find("wrong run token"), std::string::npos) << summary_error(dir.path(), 1);
+  const int sa = wait_for(a, std::chrono::seconds(10));
+  ASSERT_NE(sa, -1);
+  EXPECT_TRUE(WIFEXITED(sa) && WEXITSTATUS(sa) != 0);
+}
+
+TEST(Replay, AConnectThatNeverSucceedsTimesOut) {
+  TempDir dir;
+  Pair pair(dir.path());
+  const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
+  ChildProcess a = pair.start(0, profile, {"--connect-timeout", "1"});
+  const int st = wait_for(a, std::chrono::seconds(10));
+  ASSERT_NE(st, -1);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+  const std::string err = summary_error(dir.path(), 0);
+  EXPECT_NE(err.find("not connected after 1.000 s"), std::string::npos) << err;
+  EXPECT_NE(err.find("to 127.0.0.1:" + std::to_string(pair.roster().ranks[1].port)), std::string::npos) << err;
+}
+
+TEST(Replay, ABadFrameEndsTheAgent) {
+  TempDir dir;
+  Pair pair(dir.path());
+  const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
+  const Profile p = load(profile);
+  ChildProcess a = pair.start(0, profile, {"--connect-timeout", "5"});
+  // Play rank 1 by hand: say hello on flow r1-r0, then send garbage.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = htons(pair.roster().ranks[0].port);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const std::string hello = frame::encode_hello({p.flow_by_id.at("r1-r0"), 1, frame::profile_digest(p), "secret-token"});
+  ASSERT_EQ(::write(fd, hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
+  char accept[frame::kAcceptSize];
+  ASSERT_EQ(::read(fd, accept, sizeof accept), static_cast<ssize_t>(sizeof accept));
+  const std::string junk(64, 'x');
+  ASSERT_EQ(::write(fd, junk.data(), junk.size()), 64);
+  const int st = wait_for(a, std::chrono::seconds(10));
+  ::close(fd);
+  ASSERT_NE(st, -1);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+  const std::string err = summary_error(dir.path(), 0);
+  EXPECT_NE(err.find("bad frame"), std::string::npos) << err;
+  EXPECT_NE(err.find("flow r1-r0"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace tw

@@ -1,0 +1,103 @@
+#include "tensorwire/agent/run_check.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/protocol/frame.hpp"
+
+namespace tw {
+namespace {
+
+// Records as agents would write them, made from a simulated run.
+std::vector<std::vector<Record>> records_of(const Profile& p, const SimResult& sim) {
+  std::vector<std::vector<Record>> out(p.ranks.size());
+  for (const SimOpTiming& t : sim.ops) {
+    const Op& op = p.ops[t.op];
+    Record r;
+    r.op = t.op;
+    r.iteration = t.iteration;
+    r.rank = static_cast<std::uint16_t>(op.rank);
+    if (op.type == OpType::compute) {
+      r.kind = RecordKind::compute;
+      r.t = {t.planned, t.start, t.end, -1, -1};
+      out[op.rank].push_back(r);
+      continue;
+    }
+    r.kind = RecordKind::send;
+    r.flow = op.flow;
+    r.bytes = frame::wire_bytes(op.bytes);
+    r.t = {t.planned, t.start, t.end, -1, -1};
+    out[op.rank].push_back(r);
+    Record rx = r;
+    rx.kind = RecordKind::receive;
+    rx.rank = static_cast<std::uint16_t>(p.flows[op.flow].dst);
+    rx.t = {t.start, t.received, t.received, -1, -1};
+    out[rx.rank].push_back(rx);
+  }
+  return out;
+}
+
+class RunCheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ProfileLoad l = load_profile_file(std::string(TW_SOURCE_DIR) + "/traffic_profiles/mlp-ring-2.yaml");
+    ASSERT_TRUE(l.ok());
+    p_ = std::move(*l.profile);
+    p_.iterations = 2;
+    records_ = records_of(p_, simulate(p_, {}));
+  }
+  Profile p_;
+  std::vector<std::vector<Record>> records_;
+};
+
+TEST_F(RunCheckTest, ASoundRunPasses) {
+  const RunCheck c = check_run(p_, records_, {});
+  EXPECT_TRUE(c.problems.empty()) << (c.problems.empty() ? "" : c.problems.front());
+  EXPECT_EQ(c.messages, 2 * 52U);
+  EXPECT_GT(c.dependencies_checked, 0U);
+}
+
+TEST_F(RunCheckTest, FindsALostMessage) {
+  auto& rank1 = records_[1];
+  const auto it = std::find_if(rank1.begin(), rank1.end(), [](const Record& r) { return r.kind == RecordKind::receive; });
+  const std::string id = p_.ops[it->op].id + " of iteration " + std::to_string(it->iteration);
+  rank1.erase(it);
+  const RunCheck c = check_run(p_, records_, {});
+  ASSERT_EQ(c.problems.size(), 1U);
+  EXPECT_EQ(c.problems[0], id + " was sent but never received");
+}
+
+TEST_F(RunCheckTest, FindsAShortMessage) {
+  for (Record& r : records_[0]) {
+    if (r.kind == RecordKind::send) {
+      r.bytes -= 1;
+      break;
+    }
+  }
+  const RunCheck c = check_run(p_, records_, {});
+  ASSERT_EQ(c.problems.size(), 1U);
+  EXPECT_NE(c.problems[0].find("bytes sent"), std::string::npos);
+}
+
+TEST_F(RunCheckTest, FindsAnOpThatStartedTooEarly) {
+  // Make one send that waits for a receipt go 5 ms early.
+  std::string op_id, dep_id;
+  for (Record& r : records_[0]) {
+    const Op& op = p_.ops[r.op];
+    if (r.kind == RecordKind::send && r.iteration == 1 && op.after.size() == 1 && op.after[0].recv) {
+      r.t[1] -= 5 * kMilli;
+      op_id = op.id;
+      dep_id = p_.ops[op.after[0].op].id;
+      break;
+    }
+  }
+  ASSERT_FALSE(op_id.empty());
+  const RunCheck c = check_run(p_, records_, {});
+  ASSERT_EQ(c.problems.size(), 1U);
+  EXPECT_NE(c.problems[0].find(op_id + " of iteration 1 started"), std::string::npos) << c.problems[0];
+  EXPECT_NE(c.problems[0].find("recv:" + dep_id), std::string::npos) << c.problems[0];
+}
+
+}  // namespace
+}  // namespace tw
