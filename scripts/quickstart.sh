@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # From a fresh Debian 12 machine to the main job: installs the packages, builds
-# tensorwire, and runs it on a bundled default (ResNet-50, ring all-reduce, 4 ranks):
-# synthesise the profile, validate it, and summarise it.
+# tensorwire, and runs it on a bundled default: the profile of ResNet-50 trained
+# with PyTorch DDP over a Gloo ring of 4 ranks is synthesised, checked, and replayed
+# as real TCP traffic by 4 agents on this machine, then compared with its timing model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -17,4 +18,7 @@ echo "== tensorwire profile validate"
 echo "== tensorwire profile show"
 "$tw" profile show "$out/resnet50-ring-4.yaml" --link-gbps 10
 echo
-echo "Binary: $tw   Profile: $out/resnet50-ring-4.yaml"
+echo "== tensorwire replay --local 4 (real TCP on loopback, 5 iterations)"
+"$tw" replay --local 4 "$out/resnet50-ring-4.yaml" --out "$out/run" --iterations 5 --link-gbps 10
+echo
+echo "Binary: $tw   Profile: $out/resnet50-ring-4.yaml   Results: $out/run"

@@ -3,7 +3,7 @@
 #   1. installs missing packages (scripts/install-deps.sh; a no-op when all are present),
 #   2. builds and runs every unit and integration test (ctest),
 #   3. rebuilds the unit tests with AddressSanitizer + UndefinedBehaviorSanitizer and runs them,
-#   4. fuzzes the profile loader with libFuzzer for TW_FUZZ_SECONDS (default 60).
+#   4. fuzzes the profile loader and the frame decoder with libFuzzer for TW_FUZZ_SECONDS (default 60).
 # Ends with one line "tests: N passed, M failed"; exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -65,22 +65,29 @@ else
   failures+=("sanitizer build")
 fi
 
-step "fuzzing the profile loader for ${fuzz_seconds}s"
+step "fuzzing the profile loader and the frame decoder for ${fuzz_seconds}s"
 if CXX=clang++ build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTW_FUZZ=ON -DTW_ONLY_PURE=ON -DTW_TESTS=OFF \
   -DTW_BENCH=OFF "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"; then
-  corpus=$(mktemp -d)
-  cp tests/fuzz/corpus/* "$corpus/"
-  if timeout $((fuzz_seconds + 120)) build-fuzz/tests/fuzz/profile_fuzz -max_total_time="$fuzz_seconds" \
-    -max_len=16384 -timeout=10 -rss_limit_mb=2048 -dict=tests/fuzz/profile.dict \
-    -artifact_prefix="$root/build-fuzz/" "$corpus" > build-fuzz/fuzz.log 2>&1; then
-    passed=$((passed + 1))
-    grep -E '^Done [0-9]+ runs' build-fuzz/fuzz.log || true
-  else
-    tail -40 build-fuzz/fuzz.log
-    failed=$((failed + 1))
-    failures+=("fuzzer (input saved in build-fuzz/)")
-  fi
-  rm -rf "$corpus"
+  # name, share of the time, dictionary
+  for spec in "profile_fuzz 3 -dict=tests/fuzz/profile.dict" "frame_fuzz 1"; do
+    set -- $spec
+    name=$1
+    seconds=$((fuzz_seconds * $2 / 4))
+    [ "$seconds" -ge 1 ] || seconds=1
+    shift 2
+    corpus=$(mktemp -d)
+    [ "$name" = profile_fuzz ] && cp tests/fuzz/corpus/* "$corpus/"
+    if timeout $((seconds + 120)) "build-fuzz/tests/fuzz/$name" -max_total_time="$seconds" -max_len=16384 -timeout=10 \
+      -rss_limit_mb=2048 "$@" -artifact_prefix="$root/build-fuzz/$name-" "$corpus" > "build-fuzz/$name.log" 2>&1; then
+      passed=$((passed + 1))
+      echo "$name: $(grep -E '^Done [0-9]+ runs' "build-fuzz/$name.log")"
+    else
+      tail -40 "build-fuzz/$name.log"
+      failed=$((failed + 1))
+      failures+=("$name (input saved in build-fuzz/)")
+    fi
+    rm -rf "$corpus"
+  done
 else
   failed=$((failed + 1))
   failures+=("fuzzer build")
