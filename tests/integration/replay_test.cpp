@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -89,6 +90,32 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
   for (const Op& op : p.ops) sends += op.type == OpType::send ? 1 : 0;
   EXPECT_EQ(c.messages, 4 * sends);
   EXPECT_GT(c.dependencies_checked, 4 * sends);
+
+  // Transmit timestamps: one record per message sent, in the order of a message's
+  // life: handed over -> queued -> on the wire -> acknowledged.
+  std::size_t stamped = 0, complete = 0;
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    std::map<std::pair<std::uint32_t, std::uint32_t>, Record> sent;
+    const auto records = read_records(records_path(dir.path(), static_cast<RankId>(rank)));
+    for (const Record& rec : records) {
+      if (rec.kind == RecordKind::send) sent[{rec.op, rec.iteration}] = rec;
+    }
+    for (const Record& rec : records) {
+      if (rec.kind != RecordKind::tx_timestamps) continue;
+      ++stamped;
+      const Record& s = sent.at({rec.op, rec.iteration});
+      const auto [sched_first, wire_first, wire_last, acked, sched_last] = rec.t;
+      if (sched_first < 0 || wire_first < 0 || wire_last < 0 || acked < 0 || sched_last < 0) continue;
+      ++complete;
+      EXPECT_LE(s.t[1], sched_first);  // not queued before it was ready
+      EXPECT_LE(sched_first, wire_first);
+      EXPECT_LE(wire_first, wire_last);
+      EXPECT_LE(sched_last, wire_last);
+      EXPECT_LE(wire_last, acked);
+    }
+  }
+  EXPECT_EQ(stamped, 4 * sends);
+  EXPECT_GE(complete * 100, stamped * 99) << "transmit timestamps missing for more than 1% of messages";
 }
 
 TEST(Replay, FourRankResNetAndParameterServer) {

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "tcp_info.hpp"
+#include "tx_timestamps.hpp"
 #include "tensorwire/agent/records.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/protocol/frame.hpp"
@@ -194,6 +195,15 @@ class Agent {
  private:
   static constexpr Bytes kMaxChunk = 256 * kKiB;
   static constexpr std::size_t kReadBuffer = 256 * 1024;
+  static constexpr std::size_t kRing = 4096;  // messages awaiting their ACK timestamp, per flow
+  static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in the first write: bounds wire_first's lag
+
+  struct InFlight {
+    std::uint64_t begin = 0, end = 0;  // stream offsets of the message
+    OpIndex op = 0;
+    std::uint32_t iteration = 0;
+    std::array<Nanos, 5> t{-1, -1, -1, -1, -1};  // sched_first, wire_first, wire_last, acked, sched_last
+  };
 
   struct Outgoing {
     Outgoing(asio::io_context& ctx, FlowIndex f) : flow(f), sock(ctx) {}
@@ -206,6 +216,12 @@ class Agent {
     std::array<asio::const_buffer, 65> iov{};
     Bytes remaining = 0;  // payload bytes not yet handed to a write
     Nanos ready = 0;
+    // Transmit timestamps: messages whose final ACK has not been reported yet,
+    // as a ring in stream order, and the stream offset of the next message.
+    bool stamps = false;
+    std::vector<InFlight> ring;
+    std::size_t head = 0, count = 0;
+    std::uint64_t offset = 0;
   };
 
   struct Incoming;
@@ -466,6 +482,13 @@ class Agent {
             o.peer = where;
             o.sock = std::move(sock);
             o.connected = true;
+            std::string why;
+            o.stamps = enable_tx_timestamps(o.sock.native_handle(), &why);
+            if (o.stamps) {
+              o.ring.resize(kRing);
+            } else {
+              log(flow_text(o.flow) + ": no transmit timestamps (" + why + ")");
+            }
             check_connected();
             co_return;
           }
@@ -511,8 +534,82 @@ class Agent {
     log("connected; starting");
     progress();
     started_at_ = now;
+    for (auto& o : out_) {
+      if (o->stamps) watch_stamps(*o);
+    }
     executor_.start(now);
     pump();
+  }
+
+  // ---- transmit timestamps ---------------------------------------------------
+
+  void watch_stamps(Outgoing& o) {
+    o.sock.async_wait(tcp::socket::wait_error, [this, &o](const error_code& ec) {
+      if (ec || !error_.empty()) return;
+      drain_stamps(o);
+      watch_stamps(o);
+    });
+  }
+
+  void drain_stamps(Outgoing& o) {
+    std::size_t n;
+    do {
+      n = drain_tx_timestamps(o.sock.native_handle(), stamp_buffer_.data(), stamp_buffer_.size());
+      for (std::size_t i = 0; i < n; ++i) apply_stamp(o, stamp_buffer_[i]);
+    } while (n == stamp_buffer_.size());
+  }
+
+  // A report for stream offset `key` at time t tells, for every message whose
+  // last byte is at or before `key`, that its last byte had reached that point by
+  // t (the kernel merges segments, and ACKs are cumulative, so reports for some
+  // offsets never come); for the message holding `key`, that its first bytes had.
+  // Each field keeps the first report that covers it.
+  void apply_stamp(Outgoing& o, const TxStamp& s) {
+    if (o.count == 0) return;
+    // Keys are 32-bit stream offsets: unwrap them against the oldest message.
+    const std::uint64_t base = o.ring[o.head].begin;
+    const std::uint64_t key = base + static_cast<std::uint32_t>(s.key - static_cast<std::uint32_t>(base));
+    const std::size_t first_field = s.type == TxStamp::Type::sched ? 0 : 1;  // ACKs have no "first"
+    const std::size_t last_field = s.type == TxStamp::Type::sched ? 4 : s.type == TxStamp::Type::software ? 2 : 3;
+    for (std::size_t k = 0; k < o.count; ++k) {
+      InFlight& m = o.ring[(o.head + k) % kRing];
+      if (m.begin > key) break;
+      if (s.type != TxStamp::Type::ack && m.t[first_field] < 0) m.t[first_field] = s.realtime_ns;
+      if (m.end - 1 <= key && m.t[last_field] < 0) m.t[last_field] = s.realtime_ns;
+    }
+    while (o.count > 0 && o.ring[o.head].t[3] >= 0) emit_stamps(o);
+  }
+
+  void emit_stamps(Outgoing& o) {
+    const InFlight& m = o.ring[o.head];
+    Record r;
+    r.kind = RecordKind::tx_timestamps;
+    r.rank = static_cast<std::uint16_t>(rank_);
+    r.op = m.op;
+    r.iteration = m.iteration;
+    r.flow = o.flow;
+    r.bytes = m.end - m.begin;
+    r.t = {m.t[0], m.t[1], m.t[2], m.t[3], m.t[4]};
+    recorder_.push(r);
+    for (std::size_t i : {std::size_t{2}, std::size_t{3}, std::size_t{4}}) stamps_lost_ += m.t[i] < 0 ? 1 : 0;
+    o.head = (o.head + 1) % kRing;
+    --o.count;
+  }
+
+  void track_stamps(Outgoing& o, const Action& a, Bytes wire) {
+    if (!o.stamps) return;
+    if (o.count == kRing) emit_stamps(o);  // too many unacknowledged messages: give up on the oldest
+    InFlight& m = o.ring[(o.head + o.count) % kRing];
+    m = InFlight{o.offset, o.offset + wire, a.op, a.iteration, {-1, -1, -1, -1, -1}};
+    o.offset += wire;
+    ++o.count;
+  }
+
+  // At the end of a flow: whatever the kernel still has; what never came is lost.
+  void flush_stamps(Outgoing& o) {
+    if (!o.stamps) return;
+    drain_stamps(o);
+    while (o.count > 0) emit_stamps(o);
   }
 
   Nanos real(Nanos mono) const { return mono + realtime_offset_; }
@@ -563,6 +660,7 @@ class Agent {
     frame::encode_header({a.iteration, a.op, wire}, o.header);
     o.action = a;
     o.remaining = wire - frame::kHeaderSize;
+    track_stamps(o, a, wire);
     o.ready = mono_now();
     write_next(o, true);
   }
@@ -572,11 +670,19 @@ class Agent {
   // across the iovecs, so large messages go out in few system calls.
   void write_next(Outgoing& o, bool with_header) {
     std::size_t n = 0;
-    if (with_header) o.iov[n++] = asio::buffer(o.header);
-    while (n < o.iov.size() && o.remaining > 0) {
-      const std::size_t len = static_cast<std::size_t>(std::min<Bytes>(o.remaining, payload_.size()));
-      o.iov[n++] = asio::buffer(payload_.data(), len);
+    if (with_header) {
+      // The first write is short, so that its transmit timestamp marks the
+      // message's first bytes leaving (wire_first).
+      o.iov[n++] = asio::buffer(o.header);
+      const std::size_t len = static_cast<std::size_t>(std::min<Bytes>({o.remaining, payload_.size(), kFirstWrite}));
+      if (len > 0) o.iov[n++] = asio::buffer(payload_.data(), len);
       o.remaining -= len;
+    } else {
+      while (n < o.iov.size() && o.remaining > 0) {
+      const std::size_t len = static_cast<std::size_t>(std::min<Bytes>(o.remaining, payload_.size()));
+        o.iov[n++] = asio::buffer(payload_.data(), len);
+        o.remaining -= len;
+      }
     }
     asio::async_write(o.sock, std::span<const asio::const_buffer>(o.iov.data(), n),
                       [this, &o](const error_code& ec, std::size_t) { written(o, ec); });
@@ -763,6 +869,8 @@ class Agent {
       o->connected = false;
       ++closing_;
       o->sock.async_wait(tcp::socket::wait_read, [this, &o = *o](const error_code&) {
+        // The FIN acknowledges all we sent: the last ACK reports are queued now.
+        flush_stamps(o);
         error_code ignored;
         o.sock.close(ignored);
         if (--closing_ == 0) done();
@@ -803,7 +911,8 @@ class Agent {
     j["iteration_times_ns"] = std::move(its);
     j["counters"] = {{"messages_sent", messages_sent_},       {"bytes_sent", bytes_sent_},
                      {"messages_received", messages_received_}, {"bytes_received", bytes_received_},
-                     {"records_written", recorder_.written()},   {"records_dropped", recorder_.dropped()}};
+                     {"records_written", recorder_.written()},   {"records_dropped", recorder_.dropped()},
+                     {"tx_timestamps_lost", stamps_lost_}};
     j["options"] = {{"open_loop", c_.executor.open_loop}, {"slowdown", c_.executor.slowdown},
                     {"spin_ns", c_.spin},                 {"delay_ns", c_.delay}};
     try {
@@ -834,6 +943,8 @@ class Agent {
   std::priority_queue<Delivery, std::vector<Delivery>, std::greater<Delivery>> deliveries_;
   std::vector<std::pair<Nanos, Nanos>> iteration_times_;
   std::optional<Nanos> armed_wake_;
+  std::array<TxStamp, 64> stamp_buffer_{};
+  std::uint64_t stamps_lost_ = 0;
   std::uint64_t digest_ = 0;
   std::uint64_t iterations_ = 0;
   Nanos realtime_offset_ = 0;
