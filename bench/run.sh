@@ -6,11 +6,11 @@
 # those fragments under a header that says on which machine they were measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${BUILD_DIR:-build-release}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTW_TESTS=OFF >/dev/null
+build=${BUILD_DIR:-build-bench}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTW_TESTS=OFF -DTW_BENCH=ON >/dev/null
 ninja -C "$build" > "$build/bench-build.log" 2>&1 || { tail -30 "$build/bench-build.log"; exit 1; }
 
-all=(profile_load)
+all=(profile_load dataplane)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 machine() {
@@ -22,6 +22,7 @@ for name in "${names[@]}"; do
   out=bench/results/$name.md
   case "$name" in
     profile_load) "$build/bench/profile_load_bench" 40 5 > "$out.new" ;;
+    dataplane) bash bench/dataplane.sh "$build" > "$out.new" ;;
     *) echo "unknown benchmark: $name (known: ${all[*]})" >&2; exit 2 ;;
   esac
   { cat "$out.new"; echo; machine; } > "$out"

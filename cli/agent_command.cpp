@@ -33,6 +33,7 @@ struct ReplayArgs {
   double spin_us = -1;  // -1: automatic
   double delay_us = 0;
   std::uint64_t iterations = 0;
+  bool no_tx_timestamps = false;
   double connect_timeout_s = 30;
   double idle_timeout_s = 60;
 };
@@ -45,6 +46,7 @@ void add_replay_options(CLI::App* app, ReplayArgs& a) {
   app->add_option("--spin-us", a.spin_us, "Busy-wait this long before each deadline (default: 20 unless agents outnumber cores)");
   app->add_option("--delay-us", a.delay_us, "Emulated one-way latency added to every received message");
   app->add_option("--iterations", a.iterations, "Replay this many iterations instead of the profile's");
+  app->add_flag("--no-tx-timestamps", a.no_tx_timestamps, "Do not ask the kernel for transmit timestamps (SO_TIMESTAMPING)");
   app->add_option("--connect-timeout", a.connect_timeout_s, "Seconds to get every flow connected")->capture_default_str();
   app->add_option("--idle-timeout", a.idle_timeout_s, "Seconds without progress before giving up")->capture_default_str();
 }
@@ -95,6 +97,7 @@ int run_agent_command(const AgentArgs& a) {
   c.connect_timeout = seconds(a.replay.connect_timeout_s, "--connect-timeout");
   c.idle_timeout = seconds(a.replay.idle_timeout_s, "--idle-timeout");
   c.listen_fd = a.listen_fd;
+  c.tx_timestamps = !a.replay.no_tx_timestamps;
   if (a.start_at > 0) c.start_at = a.start_at;
   c.quiet = a.quiet;
   run_agent(p, c);
@@ -136,6 +139,7 @@ int run_local_command(const LocalArgs& a) {
                   "--connect-timeout", fmt::format("{}", r.connect_timeout_s), "--idle-timeout",
                   fmt::format("{}", r.idle_timeout_s)};
   if (r.open_loop) o.agent_args.push_back("--open-loop");
+  if (r.no_tx_timestamps) o.agent_args.push_back("--no-tx-timestamps");
   if (r.delay_us > 0) o.agent_args.insert(o.agent_args.end(), {"--delay-us", fmt::format("{}", r.delay_us)});
   if (r.iterations > 0) o.agent_args.insert(o.agent_args.end(), {"--iterations", std::to_string(r.iterations)});
   for (const auto& s : a.slow_ranks) {

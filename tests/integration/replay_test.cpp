@@ -166,6 +166,37 @@ TEST(Replay, OpenLoopKeepsTheOriginalSpacing) {
   EXPECT_LT(late[late.size() / 2], 20 * kMilli) << "median start error";
 }
 
+TEST(Replay, MemoryStaysFlatOverManyIterations) {
+  // The same small ping-pong for 300 and for 20000 iterations: the agents' peak
+  // memory must not grow with the number of iterations (records go to disk).
+  long peak[2] = {0, 0};
+  int k = 0;
+  for (const char* iterations : {"300", "20000"}) {
+    TempDir dir;
+    const std::string profile = dir.path() + "/pingpong.yaml";
+    std::ofstream(profile) << "version: 1\niterations: 1\nranks: [{id: 0}, {id: 1}]\n"
+                              "flows: [{id: a, src: 0, dst: 1}, {id: b, src: 1, dst: 0}]\n"
+                              "ops:\n"
+                              "  - {id: c0, type: compute, rank: 0, duration: 10us}\n"
+                              "  - {id: s0, type: send, flow: a, bytes: 4KiB, after: [c0]}\n"
+                              "  - {id: c1, type: compute, rank: 1, duration: 10us, after: [recv:s0]}\n"
+                              "  - {id: s1, type: send, flow: b, bytes: 4KiB, after: [c1]}\n";
+    const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() + " --iterations " + iterations,
+                      dir.path());
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::ifstream in(summary_path(dir.path(), 0));
+    std::stringstream s;
+    s << in.rdbuf();
+    const std::string text = s.str();
+    const auto at = text.find("\"max_rss_kib\": ");
+    ASSERT_NE(at, std::string::npos) << text;
+    peak[k++] = std::stol(text.substr(at + 15));
+    EXPECT_NE(text.find("\"messages_received\": " + std::string(iterations)), std::string::npos) << text;
+  }
+  EXPECT_LT(peak[1] - peak[0], 4 * 1024) << "peak RSS " << peak[0] << " KiB for 300 iterations, " << peak[1]
+                                          << " KiB for 20000";
+}
+
 // Two agents started by hand with their own roster, for the failure cases.
 class Pair {
  public:

@@ -25,6 +25,7 @@ struct AgentConfig {
   Nanos delay = 0;  // emulated one-way latency added to every message this rank receives
   int listen_fd = -1;  // an inherited listening socket instead of binding the roster address
   std::optional<Nanos> start_at;  // CLOCK_REALTIME ns at which to begin iteration 0
+  bool tx_timestamps = true;  // SO_TIMESTAMPING on every outgoing flow
   bool quiet = false;
 };
 

@@ -1,0 +1,81 @@
+// The baseline of the small-message benchmark: the simplest possible sender (a
+// blocking write loop of fixed-size messages) and receiver (a blocking read loop),
+// over the same link as the agents. Prints messages per second at the receiver.
+//   blocking_pair recv PORT SIZE COUNT
+//   blocking_pair send HOST PORT SIZE COUNT
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+int main(int argc, char** argv) {
+  if (argc < 5) {
+    std::fprintf(stderr, "usage: blocking_pair recv PORT SIZE COUNT | send HOST PORT SIZE COUNT\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  if (mode == "recv") {
+    const int port = std::atoi(argv[2]);
+    const std::size_t size = std::strtoull(argv[3], nullptr, 10);
+    const std::size_t count = std::strtoull(argv[4], nullptr, 10);
+    const int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int one = 1;
+    ::setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<std::uint16_t>(port));
+    if (::bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(ls, 1) != 0) return 1;
+    const int fd = ::accept(ls, nullptr, nullptr);
+    std::vector<char> buf(256 * 1024);
+    const std::size_t total = size * count;
+    std::size_t got = 0;
+    auto start = std::chrono::steady_clock::now();
+    bool first = true;
+    while (got < total) {
+      const ssize_t n = ::read(fd, buf.data(), buf.size());
+      if (n <= 0) return 1;
+      if (first) {
+        start = std::chrono::steady_clock::now();
+        first = false;
+      }
+      got += static_cast<std::size_t>(n);
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%.0f\n", static_cast<double>(count) / s);
+    return 0;
+  }
+  const std::string host = argv[2];
+  const int port = std::atoi(argv[3]);
+  const std::size_t size = std::strtoull(argv[4], nullptr, 10);
+  const std::size_t count = std::strtoull(argv[5], nullptr, 10);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(port));
+  ::inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
+  for (int i = 0; ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0; ++i) {
+    if (i > 100) return 1;
+    ::usleep(20000);
+  }
+  std::vector<char> msg(size, 'x');
+  for (std::size_t i = 0; i < count; ++i) {
+    std::size_t off = 0;
+    while (off < size) {
+      const ssize_t n = ::write(fd, msg.data() + off, size - off);
+      if (n <= 0) return 1;
+      off += static_cast<std::size_t>(n);
+    }
+  }
+  ::close(fd);
+  return 0;
+}

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Data-plane benchmarks between two agents in two network namespaces joined by a
+# veth pair, each next to its baseline measured in the same run:
+#   throughput     one flow of 1, 8, 64 MiB messages vs iperf3; 4 flows vs iperf3 -P 4
+#   small messages 4 KiB and 64 KiB messages per second vs a blocking write loop
+#   start error    planned start to first write, p50 and p99, with and without spin
+#   fidelity       a bundled profile on a shaped link, communication- and
+#                  compute-bound, vs its lower bound and timing model
+# Usage: bench/dataplane.sh BUILD_DIR > fragment.md   (root; needs iproute2, iperf3)
+set -euo pipefail
+build=$(realpath "$1")
+tw=$build/cli/tensorwire
+pair=$build/bench/blocking_pair
+src=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d /tmp/tw-bench.XXXXXX)
+A=twb-a B=twb-b IPA=10.77.0.1 IPB=10.77.0.2
+
+cleanup() {
+  ip netns del $A 2>/dev/null || true
+  ip netns del $B 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cleanup_ns_only() { ip netns del $A 2>/dev/null || true; ip netns del $B 2>/dev/null || true; }
+cleanup_ns_only
+ip netns add $A
+ip netns add $B
+ip link add twb-va type veth peer name twb-vb
+ip link set twb-va netns $A
+ip link set twb-vb netns $B
+ip -n $A addr add $IPA/24 dev twb-va
+ip -n $B addr add $IPB/24 dev twb-vb
+for ns in $A $B; do ip -n $ns link set lo up; done
+ip -n $A link set twb-va up
+ip -n $B link set twb-vb up
+
+shape() {  # shape RATE: both directions; "off" removes
+  for x in "$A twb-va" "$B twb-vb"; do
+    set -- $x
+    tc -n "$1" qdisc del dev "$2" root 2>/dev/null || true
+    [ "$RATE" = off ] || tc -n "$1" qdisc add dev "$2" root tbf rate "$RATE" burst 1mb latency 100ms
+  done
+}
+
+# agents PROFILE OUT [agent options]: rank 0 in A, rank 1 in B.
+agents() {
+  local profile=$1 out=$2
+  shift 2
+  mkdir -p "$out"
+  cat > "$out/roster.yaml" <<YAML
+token: "bench"
+ranks:
+  - {rank: 0, host: "$IPA", port: 17100}
+  - {rank: 1, host: "$IPB", port: 17101}
+YAML
+  ip netns exec $B "$tw" agent --rank 1 --profile "$profile" --roster "$out/roster.yaml" --out "$out" --quiet "$@" &
+  local pb=$!
+  ip netns exec $A "$tw" agent --rank 0 --profile "$profile" --roster "$out/roster.yaml" --out "$out" --quiet "$@"
+  wait $pb
+}
+
+stream_profile() {  # SIZE FLOWS COUNT > profile
+  echo "version: 1"; echo "iterations: $3"; echo "iteration_barrier: false"
+  echo "ranks: [{id: 0}, {id: 1}]"; echo "flows:"
+  for ((f = 0; f < $2; f++)); do echo "  - {id: f$f, src: 0, dst: 1}"; done
+  echo "ops:"
+  for ((f = 0; f < $2; f++)); do echo "  - {id: s$f, type: send, flow: f$f, bytes: $1}"; done
+}
+
+# Receiver-side rate of a run: bytes and messages over first byte .. last byte.
+rate() {
+  /usr/bin/python3 - "$1" <<'PY'
+import struct, sys
+data = open(sys.argv[1] + "/rank-1.twr", "rb").read()[16:]
+first, last, total, n = None, None, 0, 0
+for i in range(0, len(data), 64):
+    kind = data[i]
+    if kind != 2: continue
+    by = struct.unpack_from("<Q", data, i + 16)[0]
+    t = struct.unpack_from("<5q", data, i + 24)
+    first = t[0] if first is None else min(first, t[0])
+    last = t[1] if last is None else max(last, t[1])
+    total += by; n += 1
+s = (last - first) / 1e9
+print(f"{total * 8 / s / 1e9:.2f} {n / s:.0f}")
+PY
+}
+
+iperf() {  # FLOWS -> Gb/s
+  ip netns exec $B iperf3 -s -1 -p 5201 > /dev/null 2>&1 &
+  local ps=$!
+  sleep 0.3
+  ip netns exec $A iperf3 -c $IPB -p 5201 -t 4 -P "$1" -J > "$work/iperf.json"
+  wait $ps || true
+  /usr/bin/python3 -c "import json; j=json.load(open('$work/iperf.json')); print(f\"{j['end']['sum_received']['bits_per_second']/1e9:.2f}\")"
+}
+
+echo "## Data plane"
+echo
+echo "Two agents in two network namespaces joined by a veth pair (\`bench/dataplane.sh\`)."
+echo
+echo "### Throughput"
+echo
+echo "| what | tensorwire | baseline (same pair, same run) | ratio |"
+echo "|---|---|---|---|"
+base1=$(iperf 1)
+for size in 1MiB 8MiB 64MiB; do
+  case $size in 1MiB) count=2000 ;; 8MiB) count=300 ;; 64MiB) count=40 ;; esac
+  stream_profile $size 1 $count > "$work/p.yaml"
+  agents "$work/p.yaml" "$work/t-$size" --spin-us 0
+  read -r gbps _ < <(rate "$work/t-$size")
+  echo "| 1 flow, $size messages | $gbps Gb/s | iperf3: $base1 Gb/s | $(/usr/bin/python3 -c "print(f'{$gbps/$base1*100:.0f}%')") |"
+done
+base4=$(iperf 4)
+stream_profile 8MiB 4 100 > "$work/p.yaml"
+agents "$work/p.yaml" "$work/t-4" --spin-us 0
+read -r gbps _ < <(rate "$work/t-4")
+echo "| 4 flows, 8MiB messages | $gbps Gb/s | iperf3 -P 4: $base4 Gb/s | $(/usr/bin/python3 -c "print(f'{$gbps/$base4*100:.0f}%')") |"
+
+echo
+echo "### Small messages"
+echo
+echo "| message | tensorwire | baseline: blocking write loop | ratio |"
+echo "|---|---|---|---|"
+for size in 4096 65536; do
+  count=$((size == 4096 ? 200000 : 50000))
+  ip netns exec $B "$pair" recv 17200 $size $count > "$work/pair.out" &
+  pr=$!
+  ip netns exec $A "$pair" send $IPB 17200 $size $count
+  wait $pr
+  base=$(cat "$work/pair.out")
+  stream_profile $size 1 $count > "$work/p.yaml"
+  agents "$work/p.yaml" "$work/s-$size" --spin-us 0
+  read -r _ mps < <(rate "$work/s-$size")
+  echo "| $((size / 1024)) KiB | $mps msg/s | $base msg/s | $(/usr/bin/python3 -c "print(f'{$mps/$base*100:.0f}%')") |"
+done
+
+echo
+echo "### Start precision"
+echo
+echo "Messages of 4 KiB, each planned 1 ms after the previous one was handed to the kernel;"
+echo "the error is the time from the planned start to the first write."
+echo
+echo "| scheduler | p50 | p99 | max |"
+echo "|---|---|---|---|"
+{
+  echo "version: 1"; echo "iterations: 3000"; echo "iteration_barrier: false"
+  echo "ranks: [{id: 0}, {id: 1}]"; echo "flows: [{id: f, src: 0, dst: 1}]"
+  echo "ops:"; echo "  - {id: s, type: send, flow: f, bytes: 4096, gap: 1ms, after: [s@-1]}"
+} > "$work/prec.yaml"
+for spin in 0 50; do
+  agents "$work/prec.yaml" "$work/prec-$spin" --spin-us $spin
+  /usr/bin/python3 - "$work/prec-$spin" "$spin" <<'PY'
+import struct, sys
+data = open(sys.argv[1] + "/rank-0.twr", "rb").read()[16:]
+err = []
+for i in range(0, len(data), 64):
+    if data[i] != 1: continue
+    t = struct.unpack_from("<5q", data, i + 24)
+    err.append((t[1] - t[0]) / 1e3)
+err.sort()
+label = "timer only (no spin)" if sys.argv[2] == "0" else f"timer, then spin the last {sys.argv[2]} us"
+print(f"| {label} | {err[len(err)//2]:.1f} us | {err[int(len(err)*0.99)]:.1f} us | {err[-1]:.1f} us |")
+PY
+done
+
+echo
+echo "### Fidelity on a synthetic profile"
+echo
+echo "The 2-rank MLP ring all-reduce (PyTorch DDP over Gloo) on links shaped with tbf;"
+echo "replayed iteration time (median of 20) against the profile's lower bound and the"
+echo "simulated timing model at the same rate."
+echo
+echo "| case | link | replayed | timing model | lower bound |"
+echo "|---|---|---|---|---|"
+"$tw" profile synth --model mlp --ranks 2 --iterations 20 -o "$work/comm.yaml" 2> /dev/null
+"$tw" profile synth --model mlp --ranks 2 --iterations 20 --fwd-ms 100 --bwd-ms 200 -o "$work/comp.yaml" 2> /dev/null
+for spec in "communication-bound comm.yaml 1gbit 1" "compute-bound comp.yaml 5gbit 5"; do
+  set -- $spec
+  RATE=$3 shape
+  agents "$work/$2" "$work/f-$2" --spin-us 0
+  replayed=$(/usr/bin/python3 - "$work/f-$2" <<'PY'
+import json, sys
+its = []
+r0 = json.load(open(sys.argv[1] + "/rank-0.json"))["iteration_times_ns"]
+r1 = json.load(open(sys.argv[1] + "/rank-1.json"))["iteration_times_ns"]
+for a, b in zip(r0, r1):
+    its.append(max(a[1], b[1]) - min(a[0], b[0]))
+its.sort()
+print(f"{its[len(its)//2]/1e6:.2f} ms")
+PY
+)
+  model=$("$tw" profile show "$work/$2" --json --link-gbps "$4" | /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); print(f\"{j['lower_bound']['iteration_ns']/1e6:.2f} ms\")")
+  sim=$(cd "$work" && "$tw" replay --local 2 "$2" --out "$work/sim-$2" --iterations 1 --link-gbps "$4" --json | /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); print(f\"{j['model_iteration_ns'][0]/1e6:.2f} ms\")")
+  echo "| $1 | $3 | $replayed | $sim | $model |"
+done
+RATE=off shape
