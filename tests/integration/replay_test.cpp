@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -275,13 +276,33 @@ TEST(Replay, AWrongTokenIsRefused) {
   const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
   ChildProcess a = pair.start(0, profile, {"--connect-timeout", "3"});
   ChildProcess b = pair.start(1, profile, {"--token", "guess", "--connect-timeout", "3"});
-  const int sb = wait_for(b, std::chrono::seconds(10));
-  ASSERT_NE(sb, -1);
-  EXPECT_TRUE(WIFEXITED(sb) && WEXITSTATUS(sb) != 0);
-  EXPECT_NE(summary_error(dir.path(), 1).find("wrong run token"), std::string::npos) << summary_error(dir.path(), 1);
-  const int sa = wait_for(a, std::chrono::seconds(10));
-  ASSERT_NE(sa, -1);
-  EXPECT_TRUE(WIFEXITED(sa) && WEXITSTATUS(sa) != 0);
+  // Whichever dials first is refused by the other; both end, with an error.
+  for (ChildProcess* c : {&a, &b}) {
+    const int st = wait_for(*c, std::chrono::seconds(10));
+    ASSERT_NE(st, -1);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+  }
+  const std::string both = summary_error(dir.path(), 0) + summary_error(dir.path(), 1);
+  EXPECT_NE(both.find("refused the connection: wrong run token"), std::string::npos) << both;
+
+  // A stranger with the wrong token gets the refusal on the wire.
+  TempDir dir2;
+  Pair pair2(dir2.path());
+  ChildProcess c = pair2.start(0, profile, {"--connect-timeout", "2"});
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = htons(pair2.roster().ranks[0].port);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const Profile p = load(profile);
+  const std::string hello = frame::encode_hello({p.flow_by_id.at("r1-r0"), 1, frame::profile_digest(p), "not-the-token"});
+  ASSERT_EQ(::write(fd, hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
+  std::array<std::byte, frame::kAcceptSize> reply{};
+  ASSERT_EQ(::read(fd, reply.data(), reply.size()), static_cast<ssize_t>(reply.size()));
+  EXPECT_EQ(frame::decode_accept(reply), frame::AcceptStatus::bad_token);
+  ::close(fd);
+  wait_for(c, std::chrono::seconds(10));
 }
 
 TEST(Replay, AConnectThatNeverSucceedsTimesOut) {

@@ -11,7 +11,7 @@
 
 #include <atomic>
 #include <boost/asio.hpp>
-#include <concurrentqueue/blockingconcurrentqueue.h>
+#include <concurrentqueue/concurrentqueue.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -54,6 +54,8 @@ std::chrono::steady_clock::time_point steady_at(Nanos mono) {
 
 // Streams records to a file from its own thread. push() never blocks and never
 // allocates: the queue is sized up front and a full queue drops (and counts).
+// The writer sleeps when the queue is empty instead of spinning on a semaphore:
+// on small machines every core is needed by the agents.
 class Recorder {
  public:
   explicit Recorder(const std::string& path)
@@ -82,16 +84,15 @@ class Recorder {
   void run() {
     std::vector<Record> batch(4096);
     for (;;) {
-      const std::size_t n = queue_.wait_dequeue_bulk_timed(batch.data(), batch.size(), std::chrono::milliseconds(20));
-      if (n > 0) {
-        file_.write(batch.data(), n);
-      } else if (stopping_) {
-        break;
-      }
+      const bool last = stopping_;  // read before draining: nothing is pushed after stop()
+      std::size_t n;
+      while ((n = queue_.try_dequeue_bulk(batch.data(), batch.size())) > 0) file_.write(batch.data(), n);
+      if (last) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }
 
-  moodycamel::BlockingConcurrentQueue<Record> queue_;
+  moodycamel::ConcurrentQueue<Record> queue_;
   moodycamel::ProducerToken token_;
   RecordFile file_;
   std::atomic<bool> stopping_{false};
@@ -207,6 +208,7 @@ class Agent {
   static constexpr std::size_t kMinReadBuffer = 256 * 1024;
   static constexpr std::size_t kMaxReadBuffer = 4 * 1024 * 1024;
   static constexpr std::size_t kReadBudget = 256 * 1024 * 1024;
+  static constexpr Nanos kTcpInfoEvery = 10 * kMilli;
   static constexpr std::size_t kRing = 4096;  // messages awaiting their ACK timestamp, per flow
   static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in the first write: bounds wire_first's lag
 
@@ -850,7 +852,14 @@ class Agent {
     r.t = {real(it.start), real(it.end), -1, -1, -1};
     recorder_.push(r);
     iteration_times_.push_back({real(it.start), real(it.end)});
-    const Nanos now = real(mono_now());
+    if (!c_.quiet && (it.iteration + 1) % progress_every_ == 0) {
+      log("iteration " + std::to_string(it.iteration) + " took " + human_duration(it.end - it.start));
+    }
+    // TCP_INFO after an iteration, at most every 10 ms (and after the last one).
+    const Nanos mono = mono_now();
+    if (mono - last_tcp_info_ < kTcpInfoEvery && it.iteration + 1 != iterations_) return;
+    last_tcp_info_ = mono;
+    const Nanos now = real(mono);
     for (const auto& o : out_) {
       const auto info = read_tcp_info(o->sock.native_handle());
       if (!info) continue;
@@ -864,9 +873,6 @@ class Agent {
       t.t = {now, static_cast<Nanos>(info->rtt_us) * 1000, static_cast<Nanos>(info->rttvar_us) * 1000,
              static_cast<Nanos>(info->busy_us) * 1000, static_cast<Nanos>(info->rwnd_limited_us) * 1000};
       recorder_.push(t);
-    }
-    if (!c_.quiet && (it.iteration + 1) % progress_every_ == 0) {
-      log("iteration " + std::to_string(it.iteration) + " took " + human_duration(it.end - it.start));
     }
   }
 
@@ -970,6 +976,7 @@ class Agent {
   std::optional<Nanos> armed_wake_;
   std::array<TxStamp, 64> stamp_buffer_{};
   std::uint64_t stamps_lost_ = 0;
+  Nanos last_tcp_info_ = -kSecond;
   std::uint64_t digest_ = 0;
   std::uint64_t iterations_ = 0;
   Nanos realtime_offset_ = 0;
