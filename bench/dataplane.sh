@@ -86,6 +86,8 @@ print(f"{total * 8 / s / 1e9:.2f} {n / s:.0f}")
 PY
 }
 
+median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+
 iperf() {  # FLOWS -> Gb/s
   ip netns exec $B iperf3 -s -1 -p 5201 > /dev/null 2>&1 &
   local ps=$!
@@ -101,40 +103,58 @@ echo "Two agents in two network namespaces joined by a veth pair (\`bench/datapl
 echo
 echo "### Throughput"
 echo
+echo "Receiver-side rate, median of three runs each, alternating with the baseline."
+echo
 echo "| what | tensorwire | baseline (same pair, same run) | ratio |"
 echo "|---|---|---|---|"
-base1=$(iperf 1)
-for size in 1MiB 8MiB 64MiB; do
-  case $size in 1MiB) count=2000 ;; 8MiB) count=300 ;; 64MiB) count=40 ;; esac
-  stream_profile $size 1 $count > "$work/p.yaml"
-  agents "$work/p.yaml" "$work/t-$size" --spin-us 0
-  read -r gbps _ < <(rate "$work/t-$size")
-  echo "| 1 flow, $size messages | $gbps Gb/s | iperf3: $base1 Gb/s | $(/usr/bin/python3 -c "print(f'{$gbps/$base1*100:.0f}%')") |"
+# Each figure is the median of three runs, alternating with its baseline.
+tput() {  # SIZE FLOWS COUNT -> Gb/s
+  stream_profile "$1" "$2" "$3" > "$work/p.yaml"
+  agents "$work/p.yaml" "$work/t" --spin-us 0
+  rate "$work/t" | cut -d' ' -f1
+  rm -rf "$work/t"
+}
+for spec in "1MiB 1 2000" "8MiB 1 300" "64MiB 1 40" "8MiB 4 100"; do
+  set -- $spec
+  ours=() theirs=()
+  for k in 1 2 3; do
+    theirs+=("$(iperf "$2")")
+    ours+=("$(tput "$1" "$2" "$3")")
+  done
+  o=$(median3 "${ours[@]}")
+  t=$(median3 "${theirs[@]}")
+  if [ "$2" = 1 ]; then what="1 flow, $1 messages"; base="iperf3: $t Gb/s"; else what="$2 flows, $1 messages"; base="iperf3 -P $2: $t Gb/s"; fi
+  echo "| $what | $o Gb/s | $base | $(/usr/bin/python3 -c "print(f'{$o/$t*100:.0f}%')") |"
 done
-base4=$(iperf 4)
-stream_profile 8MiB 4 100 > "$work/p.yaml"
-agents "$work/p.yaml" "$work/t-4" --spin-us 0
-read -r gbps _ < <(rate "$work/t-4")
-echo "| 4 flows, 8MiB messages | $gbps Gb/s | iperf3 -P 4: $base4 Gb/s | $(/usr/bin/python3 -c "print(f'{$gbps/$base4*100:.0f}%')") |"
-
 echo
 echo "### Small messages"
 echo
+echo "Messages per second at the receiver, median of three runs each."
+echo
 echo "| message | tensorwire | baseline: blocking write loop | ratio |"
 echo "|---|---|---|---|"
-for size in 4096 65536; do
-  count=$((size == 4096 ? 200000 : 50000))
-  ip netns exec $B "$pair" recv 17200 $size $count > "$work/pair.out" &
-  pr=$!
-  ip netns exec $A "$pair" send $IPB 17200 $size $count
-  wait $pr
-  base=$(cat "$work/pair.out")
-  stream_profile $size 1 $count > "$work/p.yaml"
-  agents "$work/p.yaml" "$work/s-$size" --spin-us 0
-  read -r _ mps < <(rate "$work/s-$size")
-  echo "| $((size / 1024)) KiB | $mps msg/s | $base msg/s | $(/usr/bin/python3 -c "print(f'{$mps/$base*100:.0f}%')") |"
+for spec in "4096 200000" "65536 50000" "4096 200000 --no-tx-timestamps"; do
+  set -- $spec
+  size=$1 count=$2
+  shift 2
+  ours=() theirs=()
+  for k in 1 2 3; do
+    ip netns exec $B "$pair" recv 17200 $size $count > "$work/pair.out" &
+    pr=$!
+    ip netns exec $A "$pair" send $IPB 17200 $size $count
+    wait $pr
+    theirs+=("$(cat "$work/pair.out")")
+    stream_profile $size 1 $count > "$work/p.yaml"
+    agents "$work/p.yaml" "$work/s" --spin-us 0 "$@"
+    ours+=("$(rate "$work/s" | cut -d' ' -f2)")
+    rm -rf "$work/s"
+  done
+  o=$(median3 "${ours[@]}")
+  t=$(median3 "${theirs[@]}")
+  label="$((size / 1024)) KiB"
+  [ $# -gt 0 ] && label="$label, without transmit timestamps"
+  echo "| $label | $o msg/s | $t msg/s | $(/usr/bin/python3 -c "print(f'{$o/$t*100:.0f}%')") |"
 done
-
 echo
 echo "### Start precision"
 echo
