@@ -159,7 +159,9 @@ echo
 echo "### Start precision"
 echo
 echo "Messages of 4 KiB, each planned 1 ms after the previous one was handed to the kernel;"
-echo "the error is the time from the planned start to the first write."
+echo "the error is the time from the planned start to the first write. Spinning costs the"
+echo "agent's core for the spin window before every deadline; on this virtual machine timer"
+echo "wake-ups are often hundreds of microseconds late, which only a long window absorbs."
 echo
 echo "| scheduler | p50 | p99 | max |"
 echo "|---|---|---|---|"
@@ -168,7 +170,7 @@ echo "|---|---|---|---|"
   echo "ranks: [{id: 0}, {id: 1}]"; echo "flows: [{id: f, src: 0, dst: 1}]"
   echo "ops:"; echo "  - {id: s, type: send, flow: f, bytes: 4096, gap: 1ms, after: [s@-1]}"
 } > "$work/prec.yaml"
-for spin in 0 50; do
+for spin in 0 50 500; do
   agents "$work/prec.yaml" "$work/prec-$spin" --spin-us $spin
   /usr/bin/python3 - "$work/prec-$spin" "$spin" <<'PY'
 import struct, sys
