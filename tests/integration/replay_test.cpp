@@ -198,6 +198,41 @@ TEST(Replay, MemoryStaysFlatOverManyIterations) {
                                           << " KiB for 20000";
 }
 
+TEST(Replay, StragglersAndLatencyAreEmulated) {
+  TempDir dir;
+  const std::string profile = dir.path() + "/chain.yaml";
+  std::ofstream(profile) << "version: 1\niterations: 5\nranks: [{id: 0}, {id: 1}]\n"
+                            "flows: [{id: a, src: 0, dst: 1}, {id: b, src: 1, dst: 0}]\n"
+                            "ops:\n"
+                            "  - {id: c0, type: compute, rank: 0, duration: 2ms}\n"
+                            "  - {id: s0, type: send, flow: a, bytes: 64KiB, after: [c0]}\n"
+                            "  - {id: c1, type: compute, rank: 1, duration: 2ms, after: [recv:s0]}\n"
+                            "  - {id: s1, type: send, flow: b, bytes: 64KiB, after: [c1]}\n";
+  const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() +
+                        " --slow-rank 1:3 --delay-us 1500",
+                    dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Profile p = load(profile);
+  const RunCheck c = check(p, dir.path(), {5, false, 50 * kMicro});
+  EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
+  std::size_t computes = 0, receipts = 0;
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    for (const Record& rec : read_records(records_path(dir.path(), static_cast<RankId>(rank)))) {
+      if (rec.kind == RecordKind::compute) {
+        ++computes;
+        const Nanos held = rec.t[2] - rec.t[1];
+        EXPECT_GE(held, rank == 1 ? 6 * kMilli : 2 * kMilli) << "rank " << rank;  // the straggler holds 3x
+      }
+      if (rec.kind == RecordKind::receive) {
+        ++receipts;
+        EXPECT_EQ(rec.t[2] - rec.t[1], 1'500'000) << "delivery = last byte + the emulated latency";
+      }
+    }
+  }
+  EXPECT_EQ(computes, 10U);
+  EXPECT_EQ(receipts, 10U);
+}
+
 // Two agents started by hand with their own roster, for the failure cases.
 class Pair {
  public:
