@@ -1,7 +1,12 @@
 #include "tensorwire/core/yaml_reader.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 
 #include "tensorwire/core/profile.hpp"
 
@@ -25,6 +30,14 @@ bool valid_id(std::string_view id) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
            c == '-' || c == '/' || c == '#';
   });
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return std::move(text).str();
 }
 
 std::string What::str() const {

@@ -142,16 +142,7 @@ class ModelReader : public YamlReader {
 
 }  // namespace
 
-Model load_model_text(const std::string& text, const std::string& file) {
-  Diagnostic syntax;
-  const auto doc = YamlDoc::parse(text, file, &syntax);
-  if (!doc) throw InputError({syntax});
-  Diagnostics diags;
-  ModelReader reader(*doc, diags);
-  Model m = reader.read();
-  if (!diags.empty()) throw InputError(std::move(diags));
-  return m;
-}
+Model load_model_text(const std::string& text, const std::string& file) { return read_yaml_or_throw<ModelReader>(text, file); }
 
 Model load_model(const std::string& name_or_path) {
   for (const auto& [name, text] : bundled_model_files()) {
@@ -164,10 +155,7 @@ Model load_model(const std::string& name_or_path) {
     throw std::invalid_argument("unknown model '" + name_or_path + "': give a bundled model (" + names +
                                 ") or the path of a tensor-list file");
   }
-  std::ifstream in(name_or_path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_model_text(text.str(), name_or_path);
+  return load_model_text(read_text_file(name_or_path), name_or_path);
 }
 
 }  // namespace tw

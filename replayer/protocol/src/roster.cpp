@@ -1,10 +1,5 @@
 #include "tensorwire/protocol/roster.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
 
 #include "tensorwire/core/yaml_reader.hpp"
 
@@ -56,24 +51,9 @@ class RosterReader : public YamlReader {
 
 }  // namespace
 
-Roster parse_roster(const std::string& text, const std::string& file) {
-  Diagnostic syntax;
-  const auto doc = YamlDoc::parse(text, file, &syntax);
-  if (!doc) throw InputError({syntax});
-  Diagnostics diags;
-  RosterReader reader(*doc, diags);
-  Roster r = reader.read();
-  if (!diags.empty()) throw InputError(std::move(diags));
-  return r;
-}
+Roster parse_roster(const std::string& text, const std::string& file) { return read_yaml_or_throw<RosterReader>(text, file); }
 
-Roster load_roster(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_roster(text.str(), path);
-}
+Roster load_roster(const std::string& path) { return parse_roster(read_text_file(path), path); }
 
 std::string write_roster(const Roster& roster) {
   std::string out = "# tensorwire roster: where each rank's agent listens\n";

@@ -83,4 +83,21 @@ class YamlReader {
   bool truncated_ = false;
 };
 
+// Parses `text` and reads it with `Reader` (a YamlReader with `read()`); throws
+// InputError with every diagnostic if anything is wrong.
+template <typename Reader>
+auto read_yaml_or_throw(const std::string& text, const std::string& file) {
+  Diagnostic syntax;
+  const auto doc = YamlDoc::parse(text, file, &syntax);
+  if (!doc) throw InputError({syntax});
+  Diagnostics diags;
+  Reader reader(*doc, diags);
+  auto out = reader.read();
+  if (!diags.empty()) throw InputError(std::move(diags));
+  return out;
+}
+
+// The whole content of a file; throws std::runtime_error "path: cannot open: reason".
+std::string read_text_file(const std::string& path);
+
 }  // namespace tw
