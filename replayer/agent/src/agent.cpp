@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <thread>
@@ -710,8 +711,12 @@ class Agent {
         o.remaining -= len;
       }
     }
-    asio::async_write(o.sock, std::span<const asio::const_buffer>(o.iov.data(), n),
-                      [this, &o](const error_code& ec, std::size_t) { written(o, ec); });
+    // Asio's default completion condition caps every write at 64 KiB (1000 system
+    // calls per 64 MiB message); let each write take as much as the kernel will.
+    asio::async_write(
+        o.sock, std::span<const asio::const_buffer>(o.iov.data(), n),
+        [](const error_code& ec, std::size_t) -> std::size_t { return ec ? 0 : std::numeric_limits<std::size_t>::max(); },
+        [this, &o](const error_code& ec, std::size_t) { written(o, ec); });
   }
 
   void written(Outgoing& o, const error_code& ec) {
