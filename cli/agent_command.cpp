@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -85,7 +86,7 @@ int run_agent_command(const AgentArgs& a) {
   const Profile p = load_or_throw(a.profile);
   AgentConfig c;
   c.rank = a.rank;
-  c.profile_path = a.profile;
+  c.profile_path = std::filesystem::absolute(a.profile).string();
   c.roster = load_roster(a.roster);
   if (!a.token.empty()) c.roster.token = a.token;
   c.out_dir = a.out;

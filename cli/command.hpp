@@ -12,5 +12,6 @@ using Action = std::function<int()>;
 
 void add_profile_command(CLI::App& app, Action& action);
 void add_agent_commands(CLI::App& app, Action& action);
+void add_results_command(CLI::App& app, Action& action);
 
 }  // namespace tw::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   tw::cli::Action action;
   tw::cli::add_profile_command(app, action);
   tw::cli::add_agent_commands(app, action);
+  tw::cli::add_results_command(app, action);
 
   try {
     app.parse(argc, argv);

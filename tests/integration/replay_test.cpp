@@ -92,6 +92,22 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
   EXPECT_EQ(c.messages, 4 * sends);
   EXPECT_GT(c.dependencies_checked, 4 * sends);
 
+  // The same check from the command line, from another directory.
+  const Ran ok = run("cd / && " + kBinary + " results check " + dir.path(), dir.path());
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_NE(ok.output.find(": ok: " + std::to_string(4 * sends) + " messages"), std::string::npos) << ok.output;
+  // Lose one receipt of rank 1: the check must say so.
+  const std::string rx = records_path(dir.path(), 1);
+  std::vector<Record> kept = read_records(rx);
+  kept.erase(std::find_if(kept.begin(), kept.end(), [](const Record& x) { return x.kind == RecordKind::receive; }));
+  {
+    RecordFile out(rx);
+    out.write(kept.data(), kept.size());
+  }
+  const Ran bad = run(kBinary + " results check " + dir.path(), dir.path());
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_NE(bad.output.find("never received"), std::string::npos) << bad.output;
+
   // Transmit timestamps: one record per message sent, in the order of a message's
   // life: handed over -> queued -> on the wire -> acknowledged.
   std::size_t stamped = 0, complete = 0;

@@ -1,0 +1,72 @@
+// `tensorwire results check`: verify a finished replay from its records.
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "tensorwire/agent/agent.hpp"
+#include "tensorwire/agent/records.hpp"
+#include "tensorwire/agent/run_check.hpp"
+#include "tensorwire/core/profile_io.hpp"
+
+namespace tw::cli {
+namespace {
+
+nlohmann::json read_summary(const std::string& dir, RankId rank) {
+  const std::string path = summary_path(dir, rank);
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": missing: is " + dir + " the --out directory of a replay?");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": not a valid summary: " + e.what());
+  }
+}
+
+int run_check_command(const std::string& dir, std::string profile_path) {
+  const nlohmann::json first = read_summary(dir, 0);
+  if (profile_path.empty()) profile_path = first.value("profile", "");
+  ProfileLoad load = load_profile_file(profile_path);
+  if (!load.ok()) throw InputError(std::move(load.diagnostics));
+  const Profile& p = *load.profile;
+  RunCheckOptions o;
+  o.iterations = first.value("iterations", std::uint64_t{0});
+  o.open_loop = first.contains("options") && first["options"].value("open_loop", false);
+  std::vector<std::vector<Record>> ranks;
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) {
+    const nlohmann::json s = read_summary(dir, static_cast<RankId>(r));
+    if (!s.value("finished", false)) {
+      fmt::print(stderr, "{}: rank {} did not finish: {}\n", dir, r, s.value("error", "no reason recorded"));
+      return 1;
+    }
+    ranks.push_back(read_records(records_path(dir, static_cast<RankId>(r))));
+  }
+  const RunCheck c = check_run(p, ranks, o);
+  for (const auto& problem : c.problems) fmt::print(stderr, "{}: {}\n", dir, problem);
+  if (!c.problems.empty()) return 1;
+  fmt::print("{}: ok: {} messages ({:.1f} MB) of {} iterations delivered whole, {} dependencies honoured\n", dir,
+             c.messages, static_cast<double>(c.bytes) / 1e6, o.iterations, c.dependencies_checked);
+  return 0;
+}
+
+}  // namespace
+
+void add_results_command(CLI::App& app, Action& action) {
+  CLI::App* results = app.add_subcommand("results", "Inspect the results of a replay");
+  results->require_subcommand(0, 1);
+  struct Args {
+    std::string dir;
+    std::string profile;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* check = results->add_subcommand(
+      "check", "Verify a replay from its records: every message sent and received whole, every dependency honoured");
+  check->add_option("dir", args->dir, "The --out directory of a replay")->required();
+  check->add_option("--profile", args->profile, "The profile replayed (default: the one named in the results)");
+  check->callback([&action, args] { action = [args] { return run_check_command(args->dir, args->profile); }; });
+}
+
+}  // namespace tw::cli
