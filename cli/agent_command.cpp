@@ -20,12 +20,6 @@
 namespace tw::cli {
 namespace {
 
-Profile load_or_throw(const std::string& file) {
-  ProfileLoad load = load_profile_file(file);
-  if (!load.ok()) throw InputError(std::move(load.diagnostics));
-  return std::move(*load.profile);
-}
-
 // Options shared by `agent` and `replay`, passed through to the agents.
 struct ReplayArgs {
   bool open_loop = false;
@@ -83,7 +77,7 @@ struct AgentArgs {
 };
 
 int run_agent_command(const AgentArgs& a) {
-  const Profile p = load_or_throw(a.profile);
+  const Profile p = load_profile_or_throw(a.profile);
   AgentConfig c;
   c.rank = a.rank;
   c.profile_path = std::filesystem::absolute(a.profile).string();
@@ -123,7 +117,7 @@ std::string self_exe() {
 }
 
 int run_local_command(const LocalArgs& a) {
-  const Profile p = load_or_throw(a.profile);
+  const Profile p = load_profile_or_throw(a.profile);
   if (a.local != p.ranks.size()) {
     throw std::invalid_argument("--local " + std::to_string(a.local) + ": the profile has " + std::to_string(p.ranks.size()) +
                                 " ranks; run one agent per rank");

@@ -105,15 +105,9 @@ int run_validate(const std::vector<std::string>& files, bool quiet) {
   return status;
 }
 
-Profile load_or_throw(const std::string& file) {
-  ProfileLoad load = load_profile_file(file);
-  if (!load.ok()) throw InputError(std::move(load.diagnostics));
-  return std::move(*load.profile);
-}
-
 int run_show(const std::string& file, bool json, double link_gbps) {
   if (!(link_gbps > 0)) throw std::invalid_argument("--link-gbps must be positive");
-  const Profile p = load_or_throw(file);
+  const Profile p = load_profile_or_throw(file);
   const ProfileStats s = compute_stats(p);
   const LowerBound b = lower_bound(p, s, link_gbps * 1e9);
   if (json) {

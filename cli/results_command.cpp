@@ -11,33 +11,21 @@
 #include "tensorwire/agent/records.hpp"
 #include "tensorwire/agent/run_check.hpp"
 #include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/launch/local_replay.hpp"
 
 namespace tw::cli {
 namespace {
 
-nlohmann::json read_summary(const std::string& dir, RankId rank) {
-  const std::string path = summary_path(dir, rank);
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": missing: is " + dir + " the --out directory of a replay?");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(path + ": not a valid summary: " + e.what());
-  }
-}
-
 int run_check_command(const std::string& dir, std::string profile_path) {
-  const nlohmann::json first = read_summary(dir, 0);
+  const nlohmann::json first = read_agent_summary(dir, 0);
   if (profile_path.empty()) profile_path = first.value("profile", "");
-  ProfileLoad load = load_profile_file(profile_path);
-  if (!load.ok()) throw InputError(std::move(load.diagnostics));
-  const Profile& p = *load.profile;
+  const Profile p = load_profile_or_throw(profile_path);
   RunCheckOptions o;
   o.iterations = first.value("iterations", std::uint64_t{0});
   o.open_loop = first.contains("options") && first["options"].value("open_loop", false);
   std::vector<std::vector<Record>> ranks;
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
-    const nlohmann::json s = read_summary(dir, static_cast<RankId>(r));
+    const nlohmann::json s = read_agent_summary(dir, static_cast<RankId>(r));
     if (!s.value("finished", false)) {
       fmt::print(stderr, "{}: rank {} did not finish: {}\n", dir, r, s.value("error", "no reason recorded"));
       return 1;

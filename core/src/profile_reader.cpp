@@ -559,6 +559,12 @@ ProfileLoad load_profile_text(std::string_view text, const std::string& file, co
   return load_doc(doc, syntax, file, base_dir);
 }
 
+Profile load_profile_or_throw(const std::string& path) {
+  ProfileLoad load = load_profile_file(path);
+  if (!load.ok()) throw InputError(std::move(load.diagnostics));
+  return std::move(*load.profile);
+}
+
 ProfileLoad load_profile_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return {std::nullopt, {{path, 0, 0, "is a directory, not a profile"}}};

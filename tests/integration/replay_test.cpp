@@ -285,6 +285,20 @@ class Pair {
   Roster roster_;
 };
 
+// A TCP connection to 127.0.0.1:port, for playing a peer by hand; -1 on failure.
+int dial_loopback(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = htons(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // Waits for a child with a deadline; returns its wait status or -1 on timeout.
 int wait_for(ChildProcess& c, std::chrono::milliseconds limit) {
   const auto end = std::chrono::steady_clock::now() + limit;
@@ -340,12 +354,8 @@ TEST(Replay, AWrongTokenIsRefused) {
   TempDir dir2;
   Pair pair2(dir2.path());
   ChildProcess c = pair2.start(0, profile, {"--connect-timeout", "2"});
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  sa.sin_port = htons(pair2.roster().ranks[0].port);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const int fd = dial_loopback(pair2.roster().ranks[0].port);
+  ASSERT_GE(fd, 0);
   const Profile p = load(profile);
   const std::string hello = frame::encode_hello({p.flow_by_id.at("r1-r0"), 1, frame::profile_digest(p), "not-the-token"});
   ASSERT_EQ(::write(fd, hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
@@ -376,12 +386,8 @@ TEST(Replay, ABadFrameEndsTheAgent) {
   const Profile p = load(profile);
   ChildProcess a = pair.start(0, profile, {"--connect-timeout", "5"});
   // Play rank 1 by hand: say hello on flow r1-r0, then send garbage.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  sa.sin_port = htons(pair.roster().ranks[0].port);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const int fd = dial_loopback(pair.roster().ranks[0].port);
+  ASSERT_GE(fd, 0);
   const std::string hello = frame::encode_hello({p.flow_by_id.at("r1-r0"), 1, frame::profile_digest(p), "secret-token"});
   ASSERT_EQ(::write(fd, hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
   char accept[frame::kAcceptSize];

@@ -388,10 +388,9 @@ class Agent {
     }
   }
 
-  // Reads `buffer` fully within `timeout`; false on error or timeout.
-  template <typename Buffer>
-  asio::awaitable<bool> read_within(tcp::socket& sock, Buffer buffer, Nanos timeout) {
-    asio::steady_timer guard(ctx_);
+  // Closes `sock` if `guard` expires first: a deadline for the next operation on
+  // it. The caller cancels the guard when the operation completes.
+  static void close_after(asio::steady_timer& guard, tcp::socket& sock, Nanos timeout) {
     guard.expires_after(std::chrono::nanoseconds(timeout));
     guard.async_wait([&sock](const error_code& ec) {
       if (!ec) {
@@ -399,6 +398,13 @@ class Agent {
         sock.close(ignored);
       }
     });
+  }
+
+  // Reads `buffer` fully within `timeout`; false on error or timeout.
+  template <typename Buffer>
+  asio::awaitable<bool> read_within(tcp::socket& sock, Buffer buffer, Nanos timeout) {
+    asio::steady_timer guard(ctx_);
+    close_after(guard, sock, timeout);
     auto [ec, n] = co_await asio::async_read(sock, buffer, asio::as_tuple(asio::use_awaitable));
     guard.cancel();
     co_return !ec;
@@ -479,13 +485,7 @@ class Agent {
       if (!rec) {
         tcp::socket sock(ctx_);
         asio::steady_timer guard(ctx_);
-        guard.expires_after(std::chrono::seconds(2));
-        guard.async_wait([&sock](const error_code& ec) {
-          if (!ec) {
-            error_code ignored;
-            sock.close(ignored);
-          }
-        });
+        close_after(guard, sock, 2 * kSecond);
         auto [cec, ep] = co_await asio::async_connect(sock, results, asio::as_tuple(asio::use_awaitable));
         guard.cancel();
         if (!cec) {

@@ -15,7 +15,6 @@ Executor::Executor(const Profile& profile, RankId rank, ExecutorOptions options)
   is_incoming_.assign(n, false);
   succ_.assign(n, {});
   count_.assign(n, 0);
-  done_at_.assign(n, 0);
   armed_iter_.assign(n, -1);
   missing_.assign(n, 0);
   flow_queue_.resize(p_.flows.size());
@@ -62,7 +61,6 @@ void Executor::start(Nanos now) {
 }
 
 void Executor::enter_iteration(std::uint32_t iteration, Nanos now) {
-  current_ = iteration;
   for (OpIndex op : own_) arm(op, iteration, now);
 }
 
@@ -178,7 +176,6 @@ std::optional<Nanos> Executor::next_wake() const {
 void Executor::counted(OpIndex op, std::uint32_t iteration, Nanos now) {
   if (count_[op] != iteration) throw std::logic_error("op instances must complete in order");
   count_[op] = iteration + 1;
-  done_at_[op] = now;
   for (const Successor& s : succ_[op]) {
     if (armed_iter_[s.op] == static_cast<std::int64_t>(iteration) + s.back && missing_[s.op] > 0 &&
         --missing_[s.op] == 0) {

@@ -73,18 +73,24 @@ Nanos realtime_now() {
 
 }  // namespace
 
+nlohmann::json read_agent_summary(const std::string& out_dir, RankId rank) {
+  const std::string path = summary_path(out_dir, rank);
+  std::ifstream in(path);
+  if (!in) {
+    throw std::runtime_error(path + ": missing: the agent of rank " + std::to_string(rank) +
+                             " wrote no summary (is " + out_dir + " the --out directory of a replay?)");
+  }
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": not a valid summary: " + e.what());
+  }
+}
+
 LocalReplayResult read_run_summaries(const std::string& out_dir, std::size_t ranks) {
   LocalReplayResult r;
   for (std::size_t i = 0; i < ranks; ++i) {
-    const std::string path = summary_path(out_dir, static_cast<RankId>(i));
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error(path + ": missing: the agent of rank " + std::to_string(i) + " wrote no summary");
-    nlohmann::json j;
-    try {
-      in >> j;
-    } catch (const std::exception& e) {
-      throw std::runtime_error(path + ": not a valid summary: " + e.what());
-    }
+    const nlohmann::json j = read_agent_summary(out_dir, static_cast<RankId>(i));
     const auto& its = j.at("iteration_times_ns");
     if (r.iterations.size() < its.size()) r.iterations.resize(its.size(), {0, 0});
     for (std::size_t k = 0; k < its.size(); ++k) {
@@ -159,10 +165,9 @@ LocalReplayResult run_local_replay(const Profile& profile, const LocalReplayOpti
     // first to fail is the cause, the others mostly saw it close its connections.
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t r = (failed_rank + k) % n;
-      std::ifstream in(summary_path(o.out_dir, static_cast<RankId>(r)));
       nlohmann::json j;
       try {
-        in >> j;
+        j = read_agent_summary(o.out_dir, static_cast<RankId>(r));
       } catch (const std::exception&) {
         continue;
       }

@@ -22,6 +22,10 @@ struct ProfileLoad {
 // input: problems come back as diagnostics "file:line:col: reason".
 ProfileLoad load_profile_file(const std::string& path);
 
+// The same, for callers that stop at the first bad file: throws InputError with
+// all diagnostics.
+Profile load_profile_or_throw(const std::string& path);
+
 // The same from text; `file` names it in diagnostics, `base_dir` resolves sidecars.
 ProfileLoad load_profile_text(std::string_view text, const std::string& file, const std::string& base_dir = ".");
 

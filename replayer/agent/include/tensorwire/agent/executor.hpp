@@ -86,11 +86,6 @@ class Executor {
   };
   bool pop_completed(IterationTimes& out);
 
-  // Whether `op` (sent by another rank) is addressed to this rank.
-  bool incoming(OpIndex op) const { return is_incoming_[op]; }
-  // The instance of `op` this rank expects next (received or run so far).
-  std::uint32_t next_expected(OpIndex op) const { return static_cast<std::uint32_t>(count_[op]); }
-
   // A human-readable account of what is not yet done, for timeouts.
   std::string waiting_for() const;
 
@@ -127,7 +122,6 @@ class Executor {
   std::vector<FlowIndex> own_flows_;
   std::vector<std::vector<Successor>> succ_;  // own ops that depend on op (any rank)
   std::vector<std::uint64_t> count_;  // own ops: instances completed; incoming: instances received
-  std::vector<Nanos> done_at_;  // own and incoming ops: time of the latest count
   std::vector<std::int64_t> armed_iter_;  // own ops: armed instance, -1 if none
   std::vector<std::uint32_t> missing_;  // own ops: unsatisfied deps of the armed instance
 
@@ -145,7 +139,6 @@ class Executor {
   std::deque<Nanos> tracked_start_;
   std::uint64_t first_tracked_ = 0;
   std::uint64_t completed_iterations_ = 0;
-  std::uint64_t current_ = 0;  // barrier mode: the iteration the rank is in
   std::deque<IterationTimes> completed_;
   Nanos start_ = 0;
   std::uint64_t open_loop_planned_ = 0;  // open loop: iterations whose sends are queued

@@ -3,6 +3,7 @@
 // waited for with a deadline, and their summaries merged.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,10 @@ struct LocalReplayResult {
 
 // Throws std::runtime_error naming the first agent that failed and why.
 LocalReplayResult run_local_replay(const Profile& profile, const LocalReplayOptions& options);
+
+// The summary an agent wrote (rank-R.json); throws std::runtime_error naming the
+// file if it is missing or not valid JSON.
+nlohmann::json read_agent_summary(const std::string& out_dir, RankId rank);
 
 // Merges the per-rank summaries an agent run left in `out_dir`.
 LocalReplayResult read_run_summaries(const std::string& out_dir, std::size_t ranks);
