@@ -3,6 +3,10 @@
 // over the same link as the agents. Prints messages per second at the receiver.
 //   blocking_pair recv PORT SIZE COUNT
 //   blocking_pair send HOST PORT SIZE COUNT
+//   blocking_pair send-stamped HOST PORT SIZE COUNT
+// send-stamped asks the kernel for the same transmit timestamps as the agents
+// (queued, on the wire, acknowledged) and reads them back after every write, so
+// the kernel's cost of measuring is paid on both sides of the comparison.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,9 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "tx_timestamps.hpp"
+
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: blocking_pair recv PORT SIZE COUNT | send HOST PORT SIZE COUNT\n");
+    std::fprintf(stderr, "usage: blocking_pair recv PORT SIZE COUNT | send[-stamped] HOST PORT SIZE COUNT\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -52,6 +58,10 @@ int main(int argc, char** argv) {
     std::printf("%.0f\n", static_cast<double>(count) / s);
     return 0;
   }
+  if (argc < 6 || (mode != "send" && mode != "send-stamped")) {
+    std::fprintf(stderr, "usage: blocking_pair send[-stamped] HOST PORT SIZE COUNT\n");
+    return 2;
+  }
   const std::string host = argv[2];
   const int port = std::atoi(argv[3]);
   const std::size_t size = std::strtoull(argv[4], nullptr, 10);
@@ -67,6 +77,14 @@ int main(int argc, char** argv) {
     if (i > 100) return 1;
     ::usleep(20000);
   }
+  const bool stamped = mode == "send-stamped";
+  std::string why;
+  if (stamped && !tw::enable_tx_timestamps(fd, &why)) {
+    std::fprintf(stderr, "%s\n", why.c_str());
+    return 1;
+  }
+  std::vector<tw::TxStamp> stamps(256);
+  std::size_t reports = 0;
   std::vector<char> msg(size, 'x');
   for (std::size_t i = 0; i < count; ++i) {
     std::size_t off = 0;
@@ -75,6 +93,13 @@ int main(int argc, char** argv) {
       if (n <= 0) return 1;
       off += static_cast<std::size_t>(n);
     }
+    if (stamped) reports += tw::drain_tx_timestamps(fd, stamps.data(), stamps.size());
+  }
+  if (stamped) {
+    // The last acknowledgements arrive after the last write: give them a moment.
+    ::usleep(100000);
+    reports += tw::drain_tx_timestamps(fd, stamps.data(), stamps.size());
+    std::fprintf(stderr, "transmit timestamp reports: %zu (3 per message expected: %zu)\n", reports, 3 * count);
   }
   ::close(fd);
   return 0;

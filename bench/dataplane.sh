@@ -86,13 +86,21 @@ print(f"{total * 8 / s / 1e9:.2f} {n / s:.0f}")
 PY
 }
 
-median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+# Run-to-run noise on a shared virtual machine is large (a factor of two between
+# runs of iperf3 itself), so each figure is the median of REPS runs that alternate
+# with the baseline's, shown with its range.
+REPS=${REPS:-5}
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+spread() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {printf "%s (%s-%s)", v[int((NR+1)/2)], v[1], v[NR]}'; }
+ratio() { /usr/bin/python3 -c "print(f'{$1/$2*100:.0f}%')"; }
 
-iperf() {  # FLOWS -> Gb/s
+iperf() {  # FLOWS [iperf3 options] -> Gb/s
+  local flows=$1
+  shift
   ip netns exec $B iperf3 -s -1 -p 5201 > /dev/null 2>&1 &
   local ps=$!
   sleep 0.3
-  ip netns exec $A iperf3 -c $IPB -p 5201 -t 4 -P "$1" -J > "$work/iperf.json"
+  ip netns exec $A iperf3 -c $IPB -p 5201 -t 4 -P "$flows" -J "$@" > "$work/iperf.json"
   wait $ps || true
   /usr/bin/python3 -c "import json; j=json.load(open('$work/iperf.json')); print(f\"{j['end']['sum_received']['bits_per_second']/1e9:.2f}\")"
 }
@@ -103,11 +111,14 @@ echo "Two agents in two network namespaces joined by a veth pair (\`bench/datapl
 echo
 echo "### Throughput"
 echo
-echo "Receiver-side rate, median of three runs each, alternating with the baseline."
+echo "Receiver-side rate: median of $REPS runs (range), alternating with the baselines."
+echo "The agents set TCP_NODELAY, as Gloo, NCCL and the other frameworks they replay do;"
+echo "the like-for-like baseline is therefore \`iperf3 -N\` (TCP_NODELAY). Plain iperf3"
+echo "(Nagle's algorithm on) is shown too: on this veth pair it moves more bytes per"
+echo "segment and runs faster."
 echo
-echo "| what | tensorwire | baseline (same pair, same run) | ratio |"
-echo "|---|---|---|---|"
-# Each figure is the median of three runs, alternating with its baseline.
+echo "| what | tensorwire | iperf3 -N (same socket options) | ratio | iperf3 (Nagle on) | ratio |"
+echo "|---|---|---|---|---|---|"
 tput() {  # SIZE FLOWS COUNT -> Gb/s
   stream_profile "$1" "$2" "$3" > "$work/p.yaml"
   agents "$work/p.yaml" "$work/t" --spin-us 0
@@ -116,44 +127,57 @@ tput() {  # SIZE FLOWS COUNT -> Gb/s
 }
 for spec in "1MiB 1 2000" "8MiB 1 300" "64MiB 1 40" "8MiB 4 100"; do
   set -- $spec
-  ours=() theirs=()
-  for k in 1 2 3; do
-    theirs+=("$(iperf "$2")")
+  ours=() nodelay=() nagle=()
+  for ((k = 0; k < REPS; k++)); do
+    nodelay+=("$(iperf "$2" -N)")
     ours+=("$(tput "$1" "$2" "$3")")
+    nagle+=("$(iperf "$2")")
   done
-  o=$(median3 "${ours[@]}")
-  t=$(median3 "${theirs[@]}")
-  if [ "$2" = 1 ]; then what="1 flow, $1 messages"; base="iperf3: $t Gb/s"; else what="$2 flows, $1 messages"; base="iperf3 -P $2: $t Gb/s"; fi
-  echo "| $what | $o Gb/s | $base | $(/usr/bin/python3 -c "print(f'{$o/$t*100:.0f}%')") |"
+  if [ "$2" = 1 ]; then what="1 flow, $1 messages"; else what="$2 flows (iperf3 -P $2), $1 messages"; fi
+  o=$(median "${ours[@]}")
+  echo "| $what | $(spread "${ours[@]}") Gb/s | $(spread "${nodelay[@]}") Gb/s | $(ratio "$o" "$(median "${nodelay[@]}")") |" \
+    "$(spread "${nagle[@]}") Gb/s | $(ratio "$o" "$(median "${nagle[@]}")") |"
 done
 echo
 echo "### Small messages"
 echo
-echo "Messages per second at the receiver, median of three runs each."
+echo "Messages per second at the receiver: median of $REPS runs (range). Two baselines:"
+echo "a plain blocking write loop, and the same loop asking the kernel for the same"
+echo "transmit timestamps as the agents (three reports per write, read back after each"
+echo "write). The second isolates the replayer's own overhead from the kernel's cost of"
+echo "measuring."
 echo
-echo "| message | tensorwire | baseline: blocking write loop | ratio |"
-echo "|---|---|---|---|"
+echo "| message | tensorwire | blocking loop | ratio | blocking loop, timestamped | ratio |"
+echo "|---|---|---|---|---|---|"
+pair_rate() {  # MODE SIZE COUNT -> msg/s
+  ip netns exec $B "$pair" recv 17200 "$2" "$3" > "$work/pair.out" &
+  local pr=$!
+  ip netns exec $A "$pair" "$1" $IPB 17200 "$2" "$3" 2> /dev/null
+  wait $pr
+  cat "$work/pair.out"
+}
 for spec in "4096 200000" "65536 50000" "4096 200000 --no-tx-timestamps"; do
   set -- $spec
   size=$1 count=$2
   shift 2
-  ours=() theirs=()
-  for k in 1 2 3; do
-    ip netns exec $B "$pair" recv 17200 $size $count > "$work/pair.out" &
-    pr=$!
-    ip netns exec $A "$pair" send $IPB 17200 $size $count
-    wait $pr
-    theirs+=("$(cat "$work/pair.out")")
+  ours=() plain=() stamped=()
+  for ((k = 0; k < REPS; k++)); do
+    plain+=("$(pair_rate send $size $count)")
+    [ $# -gt 0 ] || stamped+=("$(pair_rate send-stamped $size $count)")
     stream_profile $size 1 $count > "$work/p.yaml"
     agents "$work/p.yaml" "$work/s" --spin-us 0 "$@"
     ours+=("$(rate "$work/s" | cut -d' ' -f2)")
     rm -rf "$work/s"
   done
-  o=$(median3 "${ours[@]}")
-  t=$(median3 "${theirs[@]}")
+  o=$(median "${ours[@]}")
   label="$((size / 1024)) KiB"
-  [ $# -gt 0 ] && label="$label, without transmit timestamps"
-  echo "| $label | $o msg/s | $t msg/s | $(/usr/bin/python3 -c "print(f'{$o/$t*100:.0f}%')") |"
+  cells="| - | - |"
+  if [ $# -gt 0 ]; then
+    label="$label, without transmit timestamps"
+  else
+    cells="| $(spread "${stamped[@]}") | $(ratio "$o" "$(median "${stamped[@]}")") |"
+  fi
+  echo "| $label | $(spread "${ours[@]}") | $(spread "${plain[@]}") | $(ratio "$o" "$(median "${plain[@]}")") $cells"
 done
 echo
 echo "### Start precision"
