@@ -7,11 +7,14 @@
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "command.hpp"
+#include "replay_options.hpp"
 #include "tensorwire/agent/agent.hpp"
 #include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/controller/agent_client.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
 #include "tensorwire/core/text_table.hpp"
@@ -20,52 +23,8 @@
 namespace tw::cli {
 namespace {
 
-// Options shared by `agent` and `replay`, passed through to the agents.
-struct ReplayArgs {
-  bool open_loop = false;
-  double link_gbps = 10;
-  double slowdown = 1;
-  double spin_us = -1;  // -1: automatic
-  double delay_us = 0;
-  std::uint64_t iterations = 0;
-  bool no_tx_timestamps = false;
-  double connect_timeout_s = 30;
-  double idle_timeout_s = 60;
-};
-
-void add_replay_options(CLI::App* app, ReplayArgs& a) {
-  app->add_flag("--open-loop", a.open_loop,
-                "Send every message at its original offset from the iteration start, ignoring dependencies");
-  app->add_option("--link-gbps", a.link_gbps, "Link rate of the timing model (open-loop plan, comparison)")
-      ->capture_default_str();
-  app->add_option("--spin-us", a.spin_us, "Busy-wait this long before each deadline (default: 20 unless agents outnumber cores)");
-  app->add_option("--delay-us", a.delay_us, "Emulated one-way latency added to every received message");
-  app->add_option("--iterations", a.iterations, "Replay this many iterations instead of the profile's");
-  app->add_flag("--no-tx-timestamps", a.no_tx_timestamps, "Do not ask the kernel for transmit timestamps (SO_TIMESTAMPING)");
-  app->add_option("--connect-timeout", a.connect_timeout_s, "Seconds to get every flow connected")->capture_default_str();
-  app->add_option("--idle-timeout", a.idle_timeout_s, "Seconds without progress before giving up")->capture_default_str();
-}
-
-ExecutorOptions executor_options(const Profile& p, const ReplayArgs& a) {
-  ExecutorOptions e;
-  e.slowdown = a.slowdown;
-  e.iterations = a.iterations;
-  e.open_loop = a.open_loop;
-  if (a.open_loop) {
-    const OpenLoopPlan plan = open_loop_plan(p, a.link_gbps * 1e9);
-    e.offsets = plan.offsets;
-    e.period = plan.period;
-  }
-  return e;
-}
-
-Nanos seconds(double s, const char* option) {
-  if (!(s > 0) || s > 86400) throw std::invalid_argument(std::string(option) + " must be from 0 to 86400 seconds");
-  return static_cast<Nanos>(std::llround(s * 1e9));
-}
-
 struct AgentArgs {
-  RankId rank = 0;
+  std::optional<RankId> rank;
   std::string profile;
   std::string roster;
   std::string out;
@@ -73,13 +32,59 @@ struct AgentArgs {
   int listen_fd = -1;
   Nanos start_at = 0;
   bool quiet = false;
+  // Set up by a controller instead:
+  std::string controller;
+  bool token_stdin = false;
+  std::optional<RankId> rank_hint;
+  std::string data_host;
+  double join_timeout_s = 30;
   ReplayArgs replay;
 };
 
+// The token from stdin: one line, read byte by byte so that nothing after it is
+// consumed (stdin then stays open: its end means the launcher went away).
+std::string read_token_line() {
+  std::string t;
+  char c;
+  while (::read(0, &c, 1) == 1 && c != '\n') {
+    t += c;
+    if (t.size() > 4096) throw std::invalid_argument("--token-stdin: no token line on stdin");
+  }
+  return t;
+}
+
+int run_controlled(const AgentArgs& a) {
+  AgentClientOptions o;
+  o.controller = a.controller;
+  if (a.token_stdin) {
+    o.token = read_token_line();
+  } else if (!a.token.empty()) {
+    o.token = a.token;
+  } else if (const char* t = std::getenv("TW_TOKEN")) {
+    o.token = t;
+  }
+  o.rank_hint = a.rank_hint;
+  o.data_host = a.data_host;
+  o.out_dir = a.out;
+  o.join_timeout = seconds(a.join_timeout_s, "--join-timeout");
+  o.watch_stdin = a.token_stdin;
+  o.quiet = a.quiet;
+  return run_controlled_agent(o);
+}
+
 int run_agent_command(const AgentArgs& a) {
+  if (!a.controller.empty()) {
+    if (a.rank || !a.profile.empty() || !a.roster.empty()) {
+      throw std::invalid_argument("--controller: the controller assigns the rank, profile and roster; drop --rank, --profile, --roster");
+    }
+    return run_controlled(a);
+  }
+  if (!a.rank || a.profile.empty() || a.roster.empty() || a.out.empty()) {
+    throw std::invalid_argument("an agent needs --rank, --profile, --roster and --out (or --controller HOST:PORT)");
+  }
   const Profile p = load_profile_or_throw(a.profile);
   AgentConfig c;
-  c.rank = a.rank;
+  c.rank = *a.rank;
   c.profile_path = std::filesystem::absolute(a.profile).string();
   c.roster = load_roster(a.roster);
   if (!a.token.empty()) c.roster.token = a.token;
@@ -109,13 +114,6 @@ struct LocalArgs {
   ReplayArgs replay;
 };
 
-std::string self_exe() {
-  std::vector<char> buf(4096);
-  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the tensorwire binary (/proc/self/exe)");
-  return std::string(buf.data(), static_cast<std::size_t>(n));
-}
-
 int run_local_command(const LocalArgs& a) {
   const Profile p = load_profile_or_throw(a.profile);
   if (a.local != p.ranks.size()) {
@@ -137,18 +135,7 @@ int run_local_command(const LocalArgs& a) {
   if (r.no_tx_timestamps) o.agent_args.push_back("--no-tx-timestamps");
   if (r.delay_us > 0) o.agent_args.insert(o.agent_args.end(), {"--delay-us", fmt::format("{}", r.delay_us)});
   if (r.iterations > 0) o.agent_args.insert(o.agent_args.end(), {"--iterations", std::to_string(r.iterations)});
-  for (const auto& s : a.slow_ranks) {
-    const auto colon = s.find(':');
-    try {
-      if (colon == std::string::npos) throw std::invalid_argument("");
-      const unsigned long rank = std::stoul(s.substr(0, colon));
-      const double factor = std::stod(s.substr(colon + 1));
-      if (rank >= p.ranks.size() || !(factor > 0)) throw std::invalid_argument("");
-      o.slow_ranks.emplace_back(static_cast<RankId>(rank), factor);
-    } catch (const std::exception&) {
-      throw std::invalid_argument("--slow-rank '" + s + "': expected RANK:FACTOR with a rank of the profile, like 2:1.5");
-    }
-  }
+  o.slow_ranks = parse_slow_ranks(a.slow_ranks, p.ranks.size());
 
   const LocalReplayResult result = run_local_replay(p, o);
 
@@ -209,11 +196,23 @@ int run_local_command(const LocalArgs& a) {
 void add_agent_commands(CLI::App& app, Action& action) {
   auto agent = std::make_shared<AgentArgs>();
   CLI::App* s = app.add_subcommand("agent", "Run one replay agent: one rank of a profile, as real TCP traffic");
-  s->add_option("--rank", agent->rank, "The rank this agent plays")->required();
-  s->add_option("--profile", agent->profile, "Traffic profile (YAML)")->required();
-  s->add_option("--roster", agent->roster, "Roster file: where each rank's agent listens, and the run token")->required();
-  s->add_option("--out", agent->out, "Directory for the results")->required();
-  s->add_option("--token", agent->token, "Run token (overrides the roster's)");
+  s->footer(
+      "Two ways to run an agent:\n"
+      "  by hand:          tensorwire agent --rank R --profile P --roster ROSTER.yaml --out DIR\n"
+      "  for a controller: tensorwire agent --controller HOST:PORT --token T   (or TW_TOKEN=T, or --token-stdin)\n"
+      "With --controller the rank, profile, roster and replay options come from the controller\n"
+      "(`tensorwire run`), and the agent exits when the controller goes away.");
+  s->add_option("--rank", agent->rank, "The rank this agent plays");
+  s->add_option("--profile", agent->profile, "Traffic profile (YAML)");
+  s->add_option("--roster", agent->roster, "Roster file: where each rank's agent listens, and the run token");
+  s->add_option("--out", agent->out, "Directory for the results (with --controller: also keep them here)");
+  s->add_option("--token", agent->token, "Run token (overrides the roster's; with --controller: the controller's)");
+  s->add_option("--controller", agent->controller, "HOST:PORT of a controller to take the run from");
+  s->add_flag("--token-stdin", agent->token_stdin, "Read the token from the first line of stdin; exit when stdin closes");
+  s->add_option("--rank-hint", agent->rank_hint, "The rank the launcher meant for this agent (with --controller)");
+  s->add_option("--data-host", agent->data_host,
+                "Address to accept data flows on (default: the one that reaches the controller)");
+  s->add_option("--join-timeout", agent->join_timeout_s, "Seconds to keep trying to reach the controller")->capture_default_str();
   s->add_option("--slowdown", agent->replay.slowdown, "Stretch this rank's compute by this factor (a straggler)")
       ->capture_default_str();
   s->add_option("--listen-fd", agent->listen_fd, "Use this inherited listening socket (set by replay --local)");

@@ -13,5 +13,7 @@ using Action = std::function<int()>;
 void add_profile_command(CLI::App& app, Action& action);
 void add_agent_commands(CLI::App& app, Action& action);
 void add_results_command(CLI::App& app, Action& action);
+void add_run_command(CLI::App& app, Action& action);
+void add_compare_command(CLI::App& app, Action& action);
 
 }  // namespace tw::cli

@@ -1,4 +1,5 @@
 #include <fmt/core.h>
+#include <signal.h>
 
 #include "command.hpp"
 #include "tensorwire/core/diagnostic.hpp"
@@ -15,8 +16,12 @@ int main(int argc, char** argv) {
   tw::cli::Action action;
   tw::cli::add_profile_command(app, action);
   tw::cli::add_agent_commands(app, action);
+  tw::cli::add_run_command(app, action);
+  tw::cli::add_compare_command(app, action);
   tw::cli::add_results_command(app, action);
 
+  // A peer or child that goes away is an error to report, not a reason to die.
+  ::signal(SIGPIPE, SIG_IGN);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -18,7 +18,9 @@ namespace {
 
 int run_check_command(const std::string& dir, std::string profile_path) {
   const nlohmann::json first = read_agent_summary(dir, 0);
-  if (profile_path.empty()) profile_path = first.value("profile", "");
+  // A controller's run directory holds the profile it replayed.
+  const std::string in_dir = (std::filesystem::path(dir) / "profile.yaml").string();
+  if (profile_path.empty()) profile_path = std::filesystem::exists(in_dir) ? in_dir : first.value("profile", "");
   const Profile p = load_profile_or_throw(profile_path);
   RunCheckOptions o;
   o.iterations = first.value("iterations", std::uint64_t{0});
@@ -31,6 +33,10 @@ int run_check_command(const std::string& dir, std::string profile_path) {
       return 1;
     }
     ranks.push_back(read_records(records_path(dir, static_cast<RankId>(r))));
+    // Results merged from several clocks are only as aligned as the clock sync.
+    if (s.contains("clock") && s["clock"].contains("bound_ns")) {
+      o.cross_rank_tolerance = std::max(o.cross_rank_tolerance, 50 * kMicro + 2 * s["clock"]["bound_ns"].get<Nanos>());
+    }
   }
   const RunCheck c = check_run(p, ranks, o);
   for (const auto& problem : c.problems) fmt::print(stderr, "{}: {}\n", dir, problem);

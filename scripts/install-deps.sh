@@ -11,6 +11,9 @@ packages=(
   nlohmann-json3-dev libpcap-dev libconcurrentqueue-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 iperf3
+  # the ssh launcher's test runs a real sshd; the HTTP API is tested with curl;
+  # pgrep/pkill find a run's processes
+  openssh-client openssh-server curl procps
 )
 
 missing=()

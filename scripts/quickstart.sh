@@ -2,7 +2,8 @@
 # From a fresh Debian 12 machine to the main job: installs the packages, builds
 # tensorwire, and runs it on a bundled default: the profile of ResNet-50 trained
 # with PyTorch DDP over a Gloo ring of 4 ranks is synthesised, checked, and replayed
-# as real TCP traffic by 4 agents on this machine, then compared with its timing model.
+# as real TCP traffic by 4 agents that a controller launches on this machine, and
+# the replay is compared with the profile's plan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -18,7 +19,11 @@ echo "== tensorwire profile validate"
 echo "== tensorwire profile show"
 "$tw" profile show "$out/resnet50-ring-4.yaml" --link-gbps 10
 echo
-echo "== tensorwire replay --local 4 (real TCP on loopback, 5 iterations)"
-"$tw" replay --local 4 "$out/resnet50-ring-4.yaml" --out "$out/run" --iterations 5 --link-gbps 10
+echo "== tensorwire run --local 4 (a controller and 4 agents, real TCP on loopback, 5 iterations)"
+rm -rf "$out/run"
+"$tw" run "$out/resnet50-ring-4.yaml" --local 4 --out "$out/run" --iterations 5
 echo
-echo "Binary: $tw   Profile: $out/resnet50-ring-4.yaml   Results: $out/run"
+echo "== tensorwire results check"
+"$tw" results check "$out/run"
+echo
+echo "Binary: $tw   Profile: $out/resnet50-ring-4.yaml   Run: $out/run (compare.json, run.json, rank-R.twr)"

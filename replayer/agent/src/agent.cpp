@@ -17,6 +17,7 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <queue>
 #include <thread>
 
@@ -24,6 +25,7 @@
 #include "tx_timestamps.hpp"
 #include "tensorwire/agent/records.hpp"
 #include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/controller/control.hpp"
 #include "tensorwire/protocol/frame.hpp"
 
 namespace tw {
@@ -136,14 +138,6 @@ long max_rss_kib() {
   return u.ru_maxrss;
 }
 
-bool same_token(const std::string& a, const std::string& b) {
-  // Constant time in the content, so the token cannot be guessed byte by byte.
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 std::string endpoint_text(const tcp::socket& s) {
   error_code ec;
   const auto ep = s.remote_endpoint(ec);
@@ -185,8 +179,16 @@ class Agent {
     progress_every_ = std::max<std::uint64_t>(1, iterations_ / 10);
   }
 
+  ~Agent() {
+    if (mailbox_) {
+      std::lock_guard lock(mailbox_->mutex);
+      mailbox_->ctx = nullptr;
+    }
+  }
+
   void run() {
     realtime_offset_ = clock_ns(CLOCK_REALTIME) - mono_now();
+    if (c_.link) attach_link();
     signals_.async_wait([this](const error_code& ec, int sig) {
       if (!ec) fail("rank " + std::to_string(rank_) + ": interrupted by signal " + std::to_string(sig));
     });
@@ -231,6 +233,7 @@ class Agent {
     Action action{};
     std::array<asio::const_buffer, 65> iov{};
     Bytes remaining = 0;  // payload bytes not yet handed to a write
+    std::uint64_t bytes = 0;  // handed to the kernel so far
     Nanos ready = 0;
     // Transmit timestamps: messages whose final ACK has not been reported yet,
     // as a ring in stream order, and the stream offset of the next message.
@@ -269,6 +272,39 @@ class Agent {
     std::uint32_t iteration;
     bool operator>(const Delivery& o) const { return at > o.at; }
   };
+
+  // ---- a controller connection ----------------------------------------------
+
+  // Calls from the link's thread are posted into this agent's context, for as
+  // long as it exists.
+  struct Mailbox {
+    std::mutex mutex;
+    asio::io_context* ctx = nullptr;
+  };
+
+  void attach_link() {
+    mailbox_ = std::make_shared<Mailbox>();
+    mailbox_->ctx = &ctx_;
+    const auto post = [box = mailbox_](auto fn) {
+      std::lock_guard lock(box->mutex);
+      if (box->ctx) asio::post(*box->ctx, std::move(fn));
+    };
+    AgentSteering s;
+    s.start = [this, post](Nanos at) { post([this, at] { start_at(at); }); };
+    s.stop = [this, post](std::string why) { post([this, why = std::move(why)] { fail("rank " + std::to_string(rank_) + ": " + why); }); };
+    c_.link->attach(std::move(s));
+  }
+
+  void start_at(Nanos realtime) {
+    if (!error_.empty() || !awaiting_start_) return;
+    awaiting_start_ = false;
+    const Nanos begin_mono = realtime - realtime_offset_;
+    if (begin_mono > mono_now()) {
+      wake_.at(begin_mono, [this](Nanos now) { begin(now); });
+    } else {
+      begin(mono_now());
+    }
+  }
 
   // ---- failure and progress ------------------------------------------------
 
@@ -320,7 +356,7 @@ class Agent {
              ": " + unconnected());
         return;
       }
-      if (started_ && now - last_progress_ > c_.idle_timeout) {
+      if (started_ && !awaiting_start_ && now - last_progress_ > c_.idle_timeout) {
         fail("rank " + std::to_string(rank_) + ": no progress for " + human_duration(c_.idle_timeout) + "; at " +
              (executor_.finished() ? std::string("the end, waiting for peers to finish") : executor_.waiting_for()));
         return;
@@ -548,6 +584,12 @@ class Agent {
       acceptor_->close(ignored);
     }
     started_ = true;
+    if (c_.link) {
+      // The controller starts every agent at one instant.
+      awaiting_start_ = true;
+      c_.link->connected();
+      return;
+    }
     const Nanos begin_mono = c_.start_at ? *c_.start_at - realtime_offset_ : mono_now();
     if (begin_mono > mono_now()) {
       wake_.at(begin_mono, [this](Nanos now) { begin(now); });
@@ -747,6 +789,7 @@ class Agent {
     recorder_.push(r);
     ++messages_sent_;
     bytes_sent_ += r.bytes;
+    o.bytes += r.bytes;
     executor_.send_done(o.action.op, o.action.iteration, now);
     pump();
   }
@@ -858,6 +901,11 @@ class Agent {
     r.t = {real(it.start), real(it.end), -1, -1, -1};
     recorder_.push(r);
     iteration_times_.push_back({real(it.start), real(it.end)});
+    if (c_.link) {
+      link_bytes_.clear();
+      for (const auto& o : out_) link_bytes_.emplace_back(o->flow, o->bytes);
+      c_.link->iteration(it.iteration, real(it.start), real(it.end), link_bytes_);
+    }
     if (!c_.quiet && (it.iteration + 1) % progress_every_ == 0) {
       log("iteration " + std::to_string(it.iteration) + " took " + human_duration(it.end - it.start));
     }
@@ -992,7 +1040,10 @@ class Agent {
   Nanos started_at_ = 0;
   Nanos finished_at_ = 0;
   bool started_ = false;
+  bool awaiting_start_ = false;  // connected; the controller has not said when to begin
   bool finishing_ = false;
+  std::shared_ptr<Mailbox> mailbox_;
+  std::vector<std::pair<FlowIndex, std::uint64_t>> link_bytes_;
   int closing_ = 0;
   std::uint64_t progress_every_ = 1;
   std::uint64_t messages_sent_ = 0, bytes_sent_ = 0, messages_received_ = 0, bytes_received_ = 0;

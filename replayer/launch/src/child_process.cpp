@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -15,30 +16,96 @@
 
 namespace tw {
 
-ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, int keep_fd) {
+namespace {
+
+std::string find_in_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t at = 0;
+  while (at <= dirs.size()) {
+    const std::size_t end = std::min(dirs.find(':', at), dirs.size());
+    const std::string candidate = (end > at ? dirs.substr(at, end - at) : std::string(".")) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = end + 1;
+  }
+  throw std::runtime_error("cannot start " + name + ": not found in PATH");
+}
+
+}  // namespace
+
+ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  if (argv.empty()) throw std::runtime_error("cannot start a process without a command");
+  // Everything the child needs is prepared here: after fork only async-signal-safe calls.
+  const std::string exe = find_in_path(argv[0]);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& x : options.env) replaced = replaced || x.substr(0, x.find('=')) == name;
+    if (!replaced) env_storage.push_back(entry);
+  }
+  for (const auto& x : options.env) env_storage.push_back(x);
+  std::vector<char*> envp;
+  for (auto& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int in_pipe[2] = {-1, -1};
+  if (options.stdin_text && ::pipe2(in_pipe, O_CLOEXEC) != 0) {
+    throw std::runtime_error("cannot start " + argv[0] + ": pipe: " + std::strerror(errno));
+  }
+  int out_fd = -1;
+  if (!options.output_path.empty()) {
+    out_fd = ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out_fd < 0) throw std::runtime_error(options.output_path + ": cannot create: " + std::strerror(errno));
+  }
+  const int keep_fd = options.keep_fd;
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("cannot start ") + argv[0] + ": fork: " + std::strerror(errno));
+  if (pid < 0) {
+    const int err = errno;
+    for (int fd : {in_pipe[0], in_pipe[1], out_fd}) {
+      if (fd >= 0) ::close(fd);
+    }
+    throw std::runtime_error(std::string("cannot start ") + argv[0] + ": fork: " + std::strerror(err));
+  }
   if (pid == 0) {
     // Only async-signal-safe calls from here to exec.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
+    if (in_pipe[0] >= 0 && ::dup2(in_pipe[0], 0) < 0) ::_exit(127);
+    if (out_fd >= 0 && (::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0)) ::_exit(127);
     if (keep_fd >= 0 && keep_fd != 3) {
       if (::dup2(keep_fd, 3) < 0) ::_exit(127);
     }
     const int first = keep_fd >= 0 ? 4 : 3;
     ::close_range(static_cast<unsigned>(first), ~0U, 0);
     if (keep_fd >= 0) ::fcntl(3, F_SETFD, 0);
-    ::execv(args[0], args.data());
+    ::execve(exe.c_str(), args.data(), envp.data());
     ::_exit(127);
   }
-  return ChildProcess(pid);
+  if (out_fd >= 0) ::close(out_fd);
+  ChildProcess child(pid);
+  if (options.stdin_text) {
+    ::close(in_pipe[0]);
+    child.stdin_fd_ = in_pipe[1];
+    // A short text fits the pipe's buffer: this never blocks.
+    const std::string& t = *options.stdin_text;
+    std::size_t off = 0;
+    while (off < t.size()) {
+      const ssize_t n = ::write(in_pipe[1], t.data() + off, t.size() - off);
+      if (n <= 0) break;  // the child is gone already: poll() will tell
+      off += static_cast<std::size_t>(n);
+    }
+  }
+  return child;
 }
 
 ChildProcess::~ChildProcess() {
+  if (stdin_fd_ >= 0) ::close(stdin_fd_);
   if (pid_ > 0 && !status_) {
     ::kill(pid_, SIGKILL);
     int st = 0;
@@ -61,6 +128,7 @@ void ChildProcess::signal(int sig) {
 void ChildProcess::stop(int grace_ms) {
   if (pid_ <= 0 || poll()) return;
   ::kill(pid_, SIGTERM);
+  ::kill(pid_, SIGCONT);  // a stopped process handles the SIGTERM only once continued
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (poll()) return;

@@ -4,14 +4,36 @@
 // results to disk. docs/results-format.md describes what it writes.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tensorwire/agent/executor.hpp"
 #include "tensorwire/core/profile.hpp"
 #include "tensorwire/protocol/roster.hpp"
 
 namespace tw {
+
+// How a controller connection steers a running agent; both are safe to call from
+// any thread, also after the agent ended (then they do nothing).
+struct AgentSteering {
+  std::function<void(Nanos start_realtime)> start;  // begin iteration 0 at this CLOCK_REALTIME instant
+  std::function<void(std::string why)> stop;        // end the run as failed, keeping what was measured
+};
+
+// What the agent tells its controller connection, called on the agent's thread
+// (they must not block). Without a link the agent starts on its own.
+class AgentLink {
+ public:
+  virtual ~AgentLink() = default;
+  virtual void attach(AgentSteering steering) = 0;  // before the run
+  virtual void connected() = 0;  // every flow is up: the agent now waits for start()
+  // An iteration ended (CLOCK_REALTIME); bytes: sent so far on each outgoing flow.
+  virtual void iteration(std::uint32_t index, Nanos start, Nanos end,
+                         const std::vector<std::pair<FlowIndex, std::uint64_t>>& flow_bytes) = 0;
+};
 
 struct AgentConfig {
   RankId rank = 0;
@@ -27,6 +49,7 @@ struct AgentConfig {
   std::optional<Nanos> start_at;  // CLOCK_REALTIME ns at which to begin iteration 0
   bool tx_timestamps = true;  // SO_TIMESTAMPING on every outgoing flow
   bool quiet = false;
+  AgentLink* link = nullptr;  // a controller connection, if any
 };
 
 // Runs the agent to the end. Returns 0 when every iteration completed; on any

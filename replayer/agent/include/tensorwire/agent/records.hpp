@@ -35,6 +35,16 @@ struct Record {
 };
 static_assert(sizeof(Record) == 64, "records are 64 bytes on disk");
 
+// Applies `f` to every clock time a record holds (not to durations, nor to the
+// -1 of a time that was not measured): to move records onto another clock.
+template <typename F>
+void map_record_times(Record& r, F f) {
+  const std::size_t n = r.kind == RecordKind::tcp_info ? 1 : r.t.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (r.t[i] >= 0) r.t[i] = f(r.t[i]);
+  }
+}
+
 inline constexpr char kRecordsMagic[8] = {'T', 'W', 'R', 'E', 'C', 'S', '0', '1'};
 
 // Reads a records file; throws std::runtime_error naming the file on a bad header

@@ -11,14 +11,32 @@
 
 namespace tw {
 
+struct SpawnOptions {
+  int keep_fd = -1;  // passed to the child as descriptor 3
+  std::vector<std::string> env;  // "NAME=value" added to (or replacing in) the environment
+  // If set, the child's stdin is a pipe that starts with this text and stays open
+  // for as long as this object lives: the child sees end-of-file when its owner
+  // goes, whichever way it goes.
+  std::optional<std::string> stdin_text;
+  std::string output_path;  // if set, stdout and stderr go to this file (appended)
+};
+
 class ChildProcess {
  public:
-  // Starts argv[0] (a path) with argv. `keep_fd`, if >= 0, is passed to the
-  // child as file descriptor 3; no other descriptor beyond stdio is inherited.
-  // Throws std::runtime_error if the process cannot be started.
-  static ChildProcess spawn(const std::vector<std::string>& argv, int keep_fd = -1);
+  // Starts argv[0] (a path, or a name looked up in PATH) with argv. No descriptor
+  // beyond stdio (and keep_fd) is inherited. Throws std::runtime_error if the
+  // process cannot be started.
+  static ChildProcess spawn(const std::vector<std::string>& argv, const SpawnOptions& options);
+  static ChildProcess spawn(const std::vector<std::string>& argv, int keep_fd = -1) {
+    SpawnOptions o;
+    o.keep_fd = keep_fd;
+    return spawn(argv, o);
+  }
 
-  ChildProcess(ChildProcess&& o) noexcept : pid_(o.pid_), status_(o.status_) { o.pid_ = -1; }
+  ChildProcess(ChildProcess&& o) noexcept : pid_(o.pid_), status_(o.status_), stdin_fd_(o.stdin_fd_) {
+    o.pid_ = -1;
+    o.stdin_fd_ = -1;
+  }
   ChildProcess& operator=(ChildProcess&&) = delete;
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -37,6 +55,7 @@ class ChildProcess {
   explicit ChildProcess(pid_t pid) : pid_(pid) {}
   pid_t pid_ = -1;
   std::optional<int> status_;
+  int stdin_fd_ = -1;  // our end of the child's stdin pipe
 };
 
 }  // namespace tw

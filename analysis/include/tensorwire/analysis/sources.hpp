@@ -1,0 +1,37 @@
+// Reading what `compare` compares: run directories (of `tensorwire run` or
+// `replay --local`) and profiles.
+#pragma once
+
+#include <string>
+
+#include "tensorwire/analysis/compare.hpp"
+#include "tensorwire/analysis/timeline.hpp"
+#include "tensorwire/core/profile.hpp"
+
+namespace tw {
+
+struct LoadedRun {
+  std::string dir;
+  Profile profile;  // the profile the run replayed
+  Timeline timeline;
+};
+
+// A run directory: its profile (profile.yaml, else the path its summaries name)
+// and every rank's records. Throws std::runtime_error naming what is missing.
+LoadedRun load_run(const std::string& dir);
+
+struct CompareResult {
+  Profile profile;
+  Comparison comparison;
+  std::string note;  // how the reference was made, when it is the plan
+};
+
+// ORIGINAL is a run directory or a profile (with observed timings, or else its
+// plan is the reference: planned op starts, and the lower bound at the link rate
+// the replay measured).
+CompareResult compare_original(const std::string& original, const std::string& replay_dir);
+
+// The same with the replay already loaded and the original a profile in memory.
+CompareResult compare_with_profile(const Profile& original, const LoadedRun& replay);
+
+}  // namespace tw

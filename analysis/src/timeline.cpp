@@ -1,0 +1,138 @@
+#include "tensorwire/analysis/timeline.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace tw {
+
+Timeline timeline_from_records(const Profile& p, const std::vector<std::vector<Record>>& ranks, std::string source) {
+  Timeline t;
+  t.source = std::move(source);
+  std::size_t n = 0;
+  for (const auto& recs : ranks) {
+    for (const Record& r : recs) {
+      if (r.kind == RecordKind::iteration) n = std::max<std::size_t>(n, r.iteration + std::size_t{1});
+    }
+  }
+  t.iterations = n;
+  constexpr Nanos kNone = std::numeric_limits<Nanos>::min();
+  std::vector<Nanos> start(n, std::numeric_limits<Nanos>::max()), end(n, kNone);
+  t.rank_iteration.assign(ranks.size(), std::vector<Nanos>(n, -1));
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    for (const Record& x : ranks[r]) {
+      if (x.kind != RecordKind::iteration || x.iteration >= n) continue;
+      start[x.iteration] = std::min(start[x.iteration], x.t[0]);
+      end[x.iteration] = std::max(end[x.iteration], x.t[1]);
+      t.rank_iteration[r][x.iteration] = x.t[1] - x.t[0];
+    }
+  }
+  t.iteration.assign(n, -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (end[i] != kNone && start[i] != std::numeric_limits<Nanos>::max()) t.iteration[i] = end[i] - start[i];
+  }
+  t.ops.assign(p.ops.size(), std::vector<Instance>(n));
+  t.planned.assign(p.ops.size() * n, -1);
+  t.flow_bytes.assign(p.flows.size(), 0);
+  t.flow_busy.assign(p.flows.size(), 0);
+  std::vector<std::vector<std::pair<Nanos, Nanos>>> busy(p.flows.size());
+  std::vector<Nanos> ready_abs(p.ops.size() * n, -1);
+  const auto rel = [&](std::uint32_t it, Nanos abs) { return abs < 0 || start[it] == std::numeric_limits<Nanos>::max() ? -1 : abs - start[it]; };
+  for (const auto& recs : ranks) {
+    for (const Record& x : recs) {
+      if (x.op >= p.ops.size() || x.iteration >= n) continue;
+      Instance& in = t.ops[x.op][x.iteration];
+      const std::size_t k = static_cast<std::size_t>(x.op) * n + x.iteration;
+      switch (x.kind) {
+        case RecordKind::send:
+          in.start = rel(x.iteration, x.t[1]);
+          t.planned[k] = rel(x.iteration, x.t[0]);
+          ready_abs[k] = x.t[1];
+          if (x.flow < p.flows.size()) t.flow_bytes[x.flow] += x.bytes;
+          break;
+        case RecordKind::receive:
+          in.end = rel(x.iteration, x.t[2]);
+          break;
+        case RecordKind::compute:
+          in.start = rel(x.iteration, x.t[1]);
+          in.end = rel(x.iteration, x.t[2]);
+          t.planned[k] = rel(x.iteration, x.t[0]);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  // A flow is busy from a message's ready to its arrival.
+  for (std::size_t op = 0; op < p.ops.size(); ++op) {
+    if (p.ops[op].type != OpType::send) continue;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Instance& in = t.ops[op][i];
+      if (in.end >= 0 && ready_abs[op * n + i] >= 0) {
+        const Nanos b = ready_abs[op * n + i];
+        busy[p.ops[op].flow].emplace_back(b, b + (in.end - in.start));
+      }
+    }
+  }
+  for (std::size_t f = 0; f < busy.size(); ++f) {
+    auto& v = busy[f];
+    std::sort(v.begin(), v.end());
+    Nanos total = 0, cur_b = 0, cur_e = -1;
+    for (const auto& [b, e] : v) {
+      if (cur_e < 0 || b > cur_e) {
+        if (cur_e >= 0) total += cur_e - cur_b;
+        cur_b = b;
+        cur_e = e;
+      } else {
+        cur_e = std::max(cur_e, e);
+      }
+    }
+    if (cur_e >= 0) total += cur_e - cur_b;
+    t.flow_busy[f] = total;
+  }
+  return t;
+}
+
+Timeline timeline_from_observed(const Profile& p) {
+  Timeline t;
+  t.source = "observed timings";
+  if (!p.observed) return t;
+  const Observed& o = *p.observed;
+  std::size_t n = o.iterations.size();
+  for (const ObservedOp& x : o.ops) n = std::max<std::size_t>(n, x.iteration + std::size_t{1});
+  t.iterations = n;
+  t.iteration.assign(n, -1);
+  bool per_rank = false;
+  for (const auto& it : o.iterations) per_rank = per_rank || !it.rank_durations.empty();
+  if (per_rank) t.rank_iteration.assign(p.ranks.size(), std::vector<Nanos>(n, -1));
+  for (std::size_t i = 0; i < o.iterations.size(); ++i) {
+    t.iteration[i] = o.iterations[i].duration;
+    for (std::size_t r = 0; r < o.iterations[i].rank_durations.size() && r < p.ranks.size(); ++r) {
+      t.rank_iteration[r][i] = o.iterations[i].rank_durations[r];
+    }
+  }
+  if (!o.ops.empty()) {
+    t.ops.assign(p.ops.size(), std::vector<Instance>(n));
+    for (const ObservedOp& x : o.ops) t.ops[x.op][x.iteration] = {x.start, x.end};
+  }
+  return t;
+}
+
+Timeline timeline_from_plan(const Timeline& replay, Nanos iteration_bound) {
+  Timeline t;
+  t.source = "the profile's plan";
+  t.iterations = replay.iterations;
+  t.iteration.assign(t.iterations, iteration_bound);
+  const std::size_t n = t.iterations;
+  t.ops.assign(replay.ops.size(), std::vector<Instance>(n));
+  for (std::size_t op = 0; op < replay.ops.size(); ++op) {
+    for (std::size_t i = 0; i < n; ++i) t.ops[op][i].start = replay.planned[op * n + i];
+  }
+  return t;
+}
+
+double flow_rate_bps(const Timeline& t, FlowIndex flow) {
+  if (flow >= t.flow_bytes.size() || flow >= t.flow_busy.size() || t.flow_busy[flow] <= 0) return 0;
+  return static_cast<double>(t.flow_bytes[flow]) * 8e9 / static_cast<double>(t.flow_busy[flow]);
+}
+
+}  // namespace tw

@@ -1,0 +1,219 @@
+// `tensorwire run`: a replay driven by the controller, with agents launched
+// locally, over ssh, or by something else.
+#include <fmt/core.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "command.hpp"
+#include "replay_options.hpp"
+#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/analysis/sources.hpp"
+#include "tensorwire/controller/controller.hpp"
+#include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/core/text_table.hpp"
+#include "tensorwire/launch/launchers.hpp"
+
+namespace tw::cli {
+namespace {
+
+struct RunArgs {
+  std::string profile;
+  std::uint32_t local = 0;
+  std::string hosts;
+  std::uint32_t expect = 0;
+  std::string listen;
+  std::string token;
+  std::string out;
+  std::string agent_bin;
+  std::string ssh_config;
+  std::vector<std::string> slow_ranks;
+  double join_timeout_s = 30;
+  double timeout_s = 0;
+  bool quiet = false;
+  bool json = false;
+  ReplayArgs replay;
+};
+
+std::string make_run_id() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return std::string(buf) + "-" + random_token().substr(0, 4);
+}
+
+std::string signed_duration(Nanos ns) { return (ns < 0 ? "-" : "+") + human_duration(ns < 0 ? -ns : ns); }
+
+Nanos percentile(std::vector<Nanos> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
+  return v[std::min(k, v.size() - 1)];
+}
+
+int run_command(const RunArgs& a) {
+  const int modes = (a.local > 0) + !a.hosts.empty() + (a.expect > 0);
+  if (modes != 1) throw std::invalid_argument("say where the agents run: exactly one of --local N, --hosts LIST, --expect N");
+  const Profile p = load_profile_or_throw(a.profile);
+  const std::size_t ranks = p.ranks.size();
+  if ((a.local > 0 && a.local != ranks) || (a.expect > 0 && a.expect != ranks)) {
+    throw std::invalid_argument(std::string(a.local ? "--local " : "--expect ") + std::to_string(a.local ? a.local : a.expect) +
+                                ": the profile has " + std::to_string(ranks) + " ranks; run one agent per rank");
+  }
+  ControllerOptions o;
+  o.run_id = make_run_id();
+  o.profile_name = a.profile;
+  o.out_dir = a.out.empty() ? "runs/" + o.run_id : a.out;
+  o.token = a.token;
+  o.quiet = a.quiet || a.json;
+  o.join_timeout = seconds(a.join_timeout_s, "--join-timeout");
+  if (a.timeout_s > 0) o.run_timeout = seconds(a.timeout_s, "--timeout");
+  const ReplayArgs& r = a.replay;
+  if (r.delay_us < 0) throw std::invalid_argument("--delay-us must be zero or more");
+  RunSettings& s = o.settings;
+  s.iterations = r.iterations;
+  s.open_loop = r.open_loop;
+  if (r.open_loop) {
+    // Planned here, once: agents get the plan and need no observed timings.
+    ExecutorOptions plan = executor_options(p, r);
+    s.open_loop_offsets = std::move(plan.offsets);
+    s.open_loop_period = plan.period;
+  }
+  // Spinning costs a core per agent: only when every local agent can have one.
+  const bool crowded = a.local > 0 && a.local >= std::thread::hardware_concurrency();
+  s.spin = static_cast<Nanos>(std::llround((r.spin_us >= 0 ? r.spin_us : (crowded ? 0.0 : 20.0)) * 1e3));
+  s.delay = static_cast<Nanos>(std::llround(r.delay_us * 1e3));
+  s.tx_timestamps = !r.no_tx_timestamps;
+  s.connect_timeout = seconds(r.connect_timeout_s, "--connect-timeout");
+  s.idle_timeout = seconds(r.idle_timeout_s, "--idle-timeout");
+  o.slowdown.assign(ranks, 1.0);
+  for (const auto& [rank, f] : parse_slow_ranks(a.slow_ranks, ranks)) o.slowdown[rank] = f;
+
+  const std::string log_dir = o.out_dir + "/logs";
+  const std::vector<std::string> agent_args = {"--quiet"};
+  std::unique_ptr<Launcher> launcher;
+  if (a.local > 0) {
+    o.listen = a.listen.empty() ? "127.0.0.1:0" : a.listen;
+    launcher = std::make_unique<LocalLauncher>(self_exe(), ranks, log_dir, agent_args);
+  } else if (!a.hosts.empty()) {
+    const auto hosts = parse_host_list(a.hosts);
+    const bool all_loopback = std::all_of(hosts.begin(), hosts.end(), [](const HostSlots& h) { return is_loopback_host(h.host); });
+    if (a.listen.empty() && !all_loopback) {
+      throw std::invalid_argument("--hosts: give --listen ADDR:PORT, an address of this machine the hosts can reach");
+    }
+    o.listen = a.listen.empty() ? "127.0.0.1:0" : a.listen;
+    launcher = std::make_unique<SshLauncher>(hosts, ranks, a.agent_bin.empty() ? self_exe() : a.agent_bin, a.ssh_config,
+                                             log_dir, agent_args);
+  } else {
+    if (a.listen.empty()) throw std::invalid_argument("--expect: give --listen ADDR:PORT for the agents to dial");
+    o.listen = a.listen;
+    launcher = std::make_unique<ExternalAgents>(ranks);
+    o.on_listening = [&a](const std::string& address, const std::string& token) {
+      fmt::print(stderr, "tensorwire run: waiting for {} agents; start each with\n  tensorwire agent --controller {} --token {}\n",
+                 a.expect, address, token);
+    };
+  }
+  if (!o.quiet) {
+    fmt::print(stderr, "tensorwire run {}: {} ranks of {} on {}\n", o.run_id, ranks, a.profile, launcher->describe());
+  }
+  const RunOutcome out = run_controller(p, o, *launcher);
+
+  std::vector<Nanos> times;
+  for (const auto& [b, e] : out.iterations) times.push_back(e - b);
+  if (a.json) {
+    nlohmann::json j;
+    j["run"] = o.run_id;
+    j["ok"] = out.ok;
+    if (!out.ok) j["error"] = out.error;
+    j["out"] = out.out_dir;
+    j["iteration_ns"] = times;
+    j["bytes_sent"] = out.bytes_sent;
+    j["setup_ns"] = out.setup_ns;
+    j["collect_ns"] = out.collect_ns;
+    nlohmann::json agents = nlohmann::json::array();
+    for (const AgentInfo& ag : out.agents) {
+      nlohmann::json x = {{"rank", ag.rank}, {"host", ag.host}, {"pid", ag.pid}, {"finished", ag.finished}};
+      if (!ag.clock.empty()) {
+        x["clock_offset_ns"] = ag.clock.points().front().second.offset;
+        x["clock_bound_ns"] = ag.clock.max_bound();
+        x["clock_drift_ns"] = ag.clock.drift();
+      }
+      agents.push_back(std::move(x));
+    }
+    j["agents"] = std::move(agents);
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    TextTable t({"rank", "host", "pid", "clock offset", "bound", "iterations"});
+    for (const AgentInfo& ag : out.agents) {
+      const bool c = !ag.clock.empty();
+      t.add({std::to_string(ag.rank), ag.host, std::to_string(ag.pid),
+             c ? signed_duration(ag.clock.points().front().second.offset) : "-", c ? "±" + human_duration(ag.clock.max_bound()) : "-",
+             ag.finished ? "all" : (ag.error.empty() ? "-" : "failed")});
+    }
+    fmt::print("{}", t.str());
+    if (!times.empty()) {
+      fmt::print("\n{} iterations: median {}, p95 {}, max {}; {} sent\n", times.size(), human_duration(percentile(times, 0.5)),
+                 human_duration(percentile(times, 0.95)), human_duration(percentile(times, 1.0)), human_bytes(out.bytes_sent));
+    }
+    fmt::print("setup {} (launch to the common start); results {} after the last iteration\n", human_duration(out.setup_ns),
+               human_duration(out.collect_ns));
+    fmt::print("results in {}\n", out.out_dir);
+  }
+  // The comparison: against the profile's observed timings, or else its plan.
+  if (out.ok && !times.empty()) {
+    const CompareResult cr = compare_with_profile(p, load_run(out.out_dir));
+    nlohmann::json cj = comparison_json(cr.profile, cr.comparison);
+    if (!cr.note.empty()) cj["note"] = cr.note;
+    write_file_atomic(out.out_dir + "/compare.json", cj.dump(2) + "\n");
+    if (!a.json) {
+      fmt::print("\n{}", comparison_text(cr.profile, cr.comparison));
+      if (!cr.note.empty()) fmt::print("\n{}\n", cr.note);
+    }
+  }
+  if (!out.ok) {
+    fmt::print(stderr, "tensorwire run: {}\n", out.error);
+    return out.interrupted ? 130 : 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Action& action) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* r = app.add_subcommand("run", "Replay a profile with agents started and driven by a controller");
+  r->footer(
+      "Where the agents run (exactly one):\n"
+      "  --local N          N agent processes on this machine\n"
+      "  --hosts LIST       over ssh, LIST like user@vm1,vm2:2 (HOST:SLOTS = ranks per host, in order)\n"
+      "  --expect N         agents started elsewhere dial in: tensorwire agent --controller ADDR:PORT --token T\n"
+      "The run directory (--out, default runs/RUN_ID) gets every agent's results on the controller's clock,\n"
+      "the profile replayed and run.json; while it runs, GET /api/runs, /api/runs/RUN_ID and /metrics and the\n"
+      "WebSocket /api/feed on the controller's address answer to 'Authorization: Bearer TOKEN'.");
+  r->add_option("profile", a->profile, "Traffic profile (YAML)")->required();
+  r->add_option("--local", a->local, "Run N agents as local processes (one per rank)");
+  r->add_option("--hosts", a->hosts, "Run agents over ssh on these hosts: user@host[:slots],...");
+  r->add_option("--expect", a->expect, "Wait for N agents started by something else");
+  r->add_option("--listen", a->listen, "ADDR:PORT the controller listens on (default 127.0.0.1, any port)");
+  r->add_option("--token", a->token, "The run's token (default: a random one)");
+  r->add_option("--out", a->out, "Run directory (default runs/RUN_ID)");
+  r->add_option("--agent-bin", a->agent_bin, "Path of tensorwire on the ssh hosts (default: this binary's path)");
+  r->add_option("--ssh-config", a->ssh_config, "ssh configuration file (ssh -F)");
+  r->add_option("--slow-rank", a->slow_ranks, "RANK:FACTOR: stretch one rank's compute (repeatable)");
+  r->add_option("--join-timeout", a->join_timeout_s, "Seconds for every agent to dial in")->capture_default_str();
+  r->add_option("--timeout", a->timeout_s, "Seconds the run may take (default: no limit)");
+  r->add_flag("--quiet", a->quiet, "No progress output");
+  r->add_flag("--json", a->json, "Machine-readable summary on stdout");
+  add_replay_options(r, a->replay);
+  r->callback([&action, a] { action = [a] { return run_command(*a); }; });
+}
+
+}  // namespace tw::cli

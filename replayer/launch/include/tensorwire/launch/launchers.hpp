@@ -1,0 +1,105 @@
+// Where `tensorwire run` starts its agents: as local processes, over ssh, or
+// nowhere (agents started by something else dial in). Each agent is told the
+// rank it was meant for (--rank-hint), so placement follows the host list.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensorwire/controller/controller.hpp"
+#include "tensorwire/launch/child_process.hpp"
+
+namespace tw {
+
+// One entry of --hosts: "user@host:slots" (slots default 1).
+struct HostSlots {
+  std::string target;  // what ssh is given: "user@host" or "host"
+  std::string host;    // the host part alone
+  std::uint32_t slots = 1;
+};
+
+// Parses a comma-separated host list; throws std::invalid_argument naming the
+// bad entry.
+std::vector<HostSlots> parse_host_list(const std::string& text);
+
+// The rank -> host placement: ranks fill the hosts in order, slots at a time.
+// Throws std::invalid_argument when the slots do not cover `ranks`.
+std::vector<std::size_t> place_ranks(const std::vector<HostSlots>& hosts, std::size_t ranks);
+
+bool is_loopback_host(const std::string& host);
+
+// Agents behind child processes of this one (the agents themselves, or ssh
+// clients): each logs to DIR/agent-R.log; an early end is reported with the log's
+// last line.
+class ProcessLauncher : public Launcher {
+ public:
+  explicit ProcessLauncher(std::string log_dir) : log_dir_(std::move(log_dir)) {}
+  std::vector<std::pair<RankId, std::string>> ended() override;
+  void stop(Nanos grace) override;
+
+ protected:
+  // Starts the process for `rank`; `label` names it in messages ("ssh to vm1").
+  void start(RankId rank, const std::vector<std::string>& argv, SpawnOptions options, std::string label);
+
+ private:
+  struct Child {
+    ChildProcess process;
+    RankId rank;
+    std::string label;
+    bool reported = false;
+  };
+  std::string log_path(RankId rank) const;
+  std::string log_dir_;
+  std::vector<Child> children_;
+};
+
+// N agents as child processes of this one (they die with it).
+class LocalLauncher final : public ProcessLauncher {
+ public:
+  LocalLauncher(std::string exe, std::size_t agents, std::string log_dir, std::vector<std::string> agent_args = {});
+  std::string describe() const override;
+  void launch(const std::string& controller, const std::string& token) override;
+
+ private:
+  std::string exe_;
+  std::size_t n_;
+  std::vector<std::string> args_;
+};
+
+// One ssh session per rank: `ssh HOST -- AGENT_BIN agent --controller ...
+// --token-stdin`; the token goes through ssh's stdin, never on a command line,
+// and the open stdin ties the remote agent's life to this process.
+class SshLauncher final : public ProcessLauncher {
+ public:
+  SshLauncher(std::vector<HostSlots> hosts, std::size_t ranks, std::string agent_bin, std::string ssh_config,
+              std::string log_dir, std::vector<std::string> agent_args = {});
+  std::string describe() const override;
+  void launch(const std::string& controller, const std::string& token) override;
+
+ private:
+  std::vector<HostSlots> hosts_;
+  std::vector<std::size_t> placement_;
+  std::string agent_bin_;
+  std::string ssh_config_;
+  std::vector<std::string> args_;
+};
+
+// Agents started elsewhere (a cluster scheduler): nothing to launch.
+class ExternalAgents final : public Launcher {
+ public:
+  explicit ExternalAgents(std::size_t n) : n_(n) {}
+  std::string describe() const override { return std::to_string(n_) + " agents started elsewhere"; }
+  void launch(const std::string&, const std::string&) override {}
+  std::vector<std::pair<RankId, std::string>> ended() override { return {}; }
+  void stop(Nanos) override {}
+
+ private:
+  std::size_t n_;
+};
+
+// The last non-empty line of a log file ("" if none): what a failed agent said.
+std::string last_log_line(const std::string& path);
+
+}  // namespace tw

@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# `tensorwire run` end to end: the controller, real agent processes on loopback,
+# the ssh launcher against a real sshd, the HTTP API, and the fault cases (agents
+# that die, hang or present the wrong token; a controller that dies or is
+# interrupted), each checked for orphaned processes afterwards.
+# Usage: controller_test.sh TENSORWIRE_BINARY SOURCE_DIR   (as root, for sshd)
+set -u
+TW=$(realpath "$1")
+SRC=$(realpath "$2")
+. "$(dirname "$0")/lib.sh"
+cd "$TW_TMP"
+PY=/usr/bin/python3
+# Each case uses its own controller port: processes of a case are found by it.
+next_port=$((17600 + RANDOM % 200))
+port() { next_port=$((next_port + 1)); echo $next_port; }
+
+"$TW" profile synth --model mlp --ranks 2 --iterations 100000 -o long2.yaml 2> /dev/null
+"$TW" profile synth --model mlp --ranks 8 --iterations 3 -o mlp8.yaml 2> /dev/null
+
+# Processes still running for the controller at PORT (agents name it on their
+# command line; the controller names it in --listen).
+leftovers() { pgrep -f -- "127.0.0.1:$1" | grep -v "^$$\$" || true; }
+no_leftovers() {  # PORT SECONDS: none left within SECONDS
+  local deadline=$((SECONDS + $2))
+  while [ $SECONDS -le $deadline ]; do
+    [ -z "$(leftovers "$1")" ] && return 0
+    sleep 0.2
+  done
+  echo "left running: $(leftovers "$1" | xargs -r ps -o pid,args -p)"
+  return 1
+}
+api() { curl -s -H "Authorization: Bearer $2" "http://127.0.0.1:$1$3"; }
+# Waits until the run at PORT has done at least one iteration.
+wait_running() {  # PORT TOKEN
+  for _ in $(seq 150); do
+    api "$1" "$2" /api/runs | $PY -c 'import json,sys; r=json.load(sys.stdin)[0]; sys.exit(0 if r["state"]=="running" and r["iterations_done"]>0 else 1)' \
+      2> /dev/null && return 0
+    sleep 0.1
+  done
+  echo "the run at port $1 never got going"
+  return 1
+}
+
+full_run_4_ranks() {
+  "$TW" run "$SRC/traffic_profiles/resnet50-ring-4.yaml" --local 4 --iterations 3 --out r4 --json > r4.json || return 1
+  "$TW" results check r4 --profile r4/profile.yaml | grep -q 'ok: .* delivered whole' || return 1
+  [ -f r4/compare.json ] && [ -f r4/run.json ] || return 1
+  $PY - <<'PY'
+import json
+j = json.load(open("r4.json"))
+assert j["ok"] and len(j["iteration_ns"]) == 3, j
+assert len(j["agents"]) == 4
+for a in j["agents"]:
+    # One kernel clock: the estimated offset must be within its bound of zero.
+    assert abs(a["clock_offset_ns"]) <= a["clock_bound_ns"], a
+    assert 0 < a["clock_bound_ns"] < 50_000_000, a
+c = json.load(open("r4/compare.json"))
+assert c["iterations"] == 3 and c["iteration_error_pct"]["n"] == 3, c
+# The plan reference: a replay cannot beat the lower bound.
+assert c["iteration_error_pct"]["p50"] > 0, c["iteration_error_pct"]
+assert c["start_offset_error_ns"]["n"] > 0
+PY
+}
+check "run --local 4: every byte delivered, clocks within their bounds, comparison written" full_run_4_ranks
+
+eight_agents() {
+  "$TW" run mlp8.yaml --local 8 --out r8 --quiet > r8.txt &&
+    "$TW" results check r8 | grep -q "ok: " &&
+    grep -q '3 iterations: median' r8.txt
+}
+check "run --local 8" eight_agents
+
+compare_outputs() {
+  # A run against itself: every error is exactly zero.
+  "$TW" compare r4 r4 --json > self.json &&
+    $PY -c '
+import json; c = json.load(open("self.json"))
+for k in ("iteration_error_pct", "message_completion_error_pct", "start_offset_error_ns", "flow_rate_error_pct"):
+    assert c[k]["n"] > 0 and c[k]["max_abs"] == 0, (k, c[k])
+assert all(e["drift_ns"] == 0 for e in c["drifted_edges"])' || return 1
+  # Against the profile's plan, with a threshold.
+  "$TW" compare "$SRC/traffic_profiles/resnet50-ring-4.yaml" r4 | grep -q 'iteration time (job-wide)' || return 1
+  "$TW" compare "$SRC/traffic_profiles/resnet50-ring-4.yaml" r4 --max-error 100000 > /dev/null || return 1
+  "$TW" compare "$SRC/traffic_profiles/resnet50-ring-4.yaml" r4 --max-error 0 > /dev/null 2> over.txt
+  [ $? -eq 1 ] && grep -q 'beyond --max-error 0%' over.txt || return 1
+  # A different profile is refused.
+  ! "$TW" compare mlp8.yaml r4 2> other.txt && grep -q 'does not replay the same profile' other.txt
+}
+check "compare: a run against itself is exact; against the plan; --max-error" compare_outputs
+
+# A tiny WebSocket client: the first text message of /api/feed.
+cat > feed.py <<'PY'
+import base64, json, os, socket, sys
+port, token = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+key = base64.b64encode(os.urandom(16)).decode()
+s.sendall((f"GET /api/feed?token={token} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+buf = b""
+while b"\r\n\r\n" not in buf:
+    buf += s.recv(4096)
+head, buf = buf.split(b"\r\n\r\n", 1)
+assert b" 101 " in head.split(b"\r\n")[0], head
+def need(n):
+    global buf
+    while len(buf) < n:
+        buf += s.recv(65536)
+need(2)
+op, ln = buf[0] & 15, buf[1] & 127
+at = 2
+if ln == 126: need(4); ln = int.from_bytes(buf[2:4], "big"); at = 4
+elif ln == 127: need(10); ln = int.from_bytes(buf[2:10], "big"); at = 10
+need(at + ln)
+assert op == 1, op
+print(json.loads(buf[at:at + ln])["type"])
+PY
+
+token_and_api() {
+  local p tok=right-token
+  p=$(port)
+  "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --token $tok --iterations 20 --out rt --quiet > rt.txt 2> rt.err &
+  local ctl=$!
+  sleep 0.5
+  # A stranger: refused and logged, and it exits with a clear error.
+  "$TW" agent --controller 127.0.0.1:$p --token wrong-token --join-timeout 5 2> stranger.err
+  [ $? -ne 0 ] && grep -q 'refused the token' stranger.err || { echo "stranger: $(cat stranger.err)"; return 1; }
+  [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$p/api/runs)" = 401 ] || return 1
+  api $p $tok /api/runs | $PY -c 'import json,sys; r=json.load(sys.stdin); assert r[0]["state"]=="joining" and r[0]["ranks"]==2, r' || return 1
+  api $p $tok /metrics | grep -q '^tensorwire_iterations_total{run=".*"} 20$' || return 1
+  [ "$($PY feed.py $p $tok)" = status ] || return 1
+  TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet &
+  local a1=$!
+  "$TW" agent --controller 127.0.0.1:$p --token $tok --quiet || return 1
+  wait $a1 || return 1
+  wait $ctl || { echo "controller: $(cat rt.err)"; return 1; }
+  grep -q 'rejected a connection from 127.0.0.1:[0-9]* to /agent: wrong or missing token' rt.err || return 1
+  grep -q '20 iterations: median' rt.txt
+}
+check "a wrong token is refused and logged; /api/runs, /metrics, /api/feed need the token" token_and_api
+
+# fault_case SIGNAL RANK SECONDS PATTERN: signal one agent of a running run; the
+# controller must exit 1 within SECONDS with a line matching PATTERN, stop the
+# others, and keep what they measured.
+fault_case() {
+  local sig=$1 rank=$2 limit=$3 pattern=$4 p tok=fault t0
+  p=$(port)
+  "$TW" run long2.yaml --local 2 --listen 127.0.0.1:$p --token $tok --out rf$p --quiet > /dev/null 2> rf.err &
+  local ctl=$!
+  wait_running $p $tok || return 1
+  t0=$SECONDS
+  pkill -$sig -f -- "--controller 127.0.0.1:$p --rank-hint $rank"
+  wait $ctl
+  local rc=$?
+  [ $rc -eq 1 ] || { echo "exit $rc: $(cat rf.err)"; return 1; }
+  [ $((SECONDS - t0)) -le $limit ] || { echo "took $((SECONDS - t0)) s"; return 1; }
+  grep -q "$pattern" rf.err || { cat rf.err; return 1; }
+  no_leftovers $p 3 && [ -f rf$p/run.json ] && [ -f rf$p/rank-$((1 - rank)).twr ]
+}
+check "an agent killed mid-run: the controller names it, stops the others, keeps their results" \
+  fault_case KILL 1 5 '^tensorwire run: rank 1 (.*pid [0-9]*).*\(disconnected\|exited\|killed\)'
+check "a hung agent (SIGSTOP) is detected by heartbeats" \
+  fault_case STOP 0 4 '^tensorwire run: rank 0 (.*): the agent stopped answering heartbeats'
+
+dead_controller() {
+  # Agents started by something else (not children): only heartbeats tie them.
+  local p tok=t3 t0
+  p=$(port)
+  "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --token $tok --out rc --quiet > /dev/null 2>&1 &
+  local ctl=$!
+  TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p 2> a0.err &
+  local a0=$!
+  TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p 2> a1.err &
+  local a1=$!
+  wait_running $p $tok || return 1
+  t0=$SECONDS
+  kill -KILL $ctl
+  wait $a0
+  local r0=$?
+  wait $a1
+  local r1=$?
+  [ $((SECONDS - t0)) -le 5 ] || { echo "agents took $((SECONDS - t0)) s"; return 1; }
+  [ $r0 -ne 0 ] && [ $r1 -ne 0 ] || return 1
+  grep -q 'lost the controller at 127.0.0.1' a0.err || { cat a0.err; return 1; }
+  no_leftovers $p 2
+}
+check "agents stop within 5 s when the controller dies" dead_controller
+
+interrupted() {
+  local p tok=t4
+  p=$(port)
+  "$TW" run long2.yaml --local 2 --listen 127.0.0.1:$p --token $tok --out ri --quiet > /dev/null 2> ri.err &
+  local ctl=$!
+  wait_running $p $tok || return 1
+  kill -INT $ctl
+  wait $ctl
+  local rc=$?
+  [ $rc -eq 130 ] || { echo "exit $rc: $(cat ri.err)"; return 1; }
+  grep -q 'interrupted by signal 2' ri.err && no_leftovers $p 3 && [ -f ri/rank-1.twr ]
+}
+check "Ctrl-C stops everything cleanly and keeps the results" interrupted
+
+random_kills() {
+  # SIGKILL the controller or an agent at a random moment, five times: nothing
+  # may be left running.
+  local p tok=t5 k victim
+  for k in 1 2 3 4 5; do
+    p=$(port)
+    "$TW" run long2.yaml --local 2 --listen 127.0.0.1:$p --token $tok --out "rr$k" --quiet > /dev/null 2>&1 &
+    local ctl=$!
+    sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
+    case $((RANDOM % 3)) in
+      0) victim=$ctl ;;
+      *) victim=$(pgrep -f -- "--controller 127.0.0.1:$p --rank-hint $((RANDOM % 2))" | head -1) ;;
+    esac
+    [ -n "$victim" ] && kill -KILL "$victim" 2> /dev/null
+    # The controller ends by itself once an agent is gone; if it was the victim, already.
+    for _ in $(seq 100); do kill -0 $ctl 2> /dev/null || break; sleep 0.1; done
+    kill -0 $ctl 2> /dev/null && { echo "round $k: controller still running"; kill -KILL $ctl; return 1; }
+    wait $ctl 2> /dev/null
+    no_leftovers $p 6 || { echo "round $k"; return 1; }
+  done
+}
+check "SIGKILL at random points leaves no orphans" random_kills
+
+ssh_launcher() {
+  [ "$(id -u)" = 0 ] || { echo "needs root for sshd"; return 1; }
+  local sp=$(port) d=$TW_TMP/ssh
+  mkdir -p $d /run/sshd && chmod 700 $d
+  ssh-keygen -q -t ed25519 -N '' -f $d/host_key && ssh-keygen -q -t ed25519 -N '' -f $d/client_key || return 1
+  cp $d/client_key.pub $d/authorized_keys
+  cat > $d/sshd_config <<EOF
+ListenAddress 127.0.0.1
+Port $sp
+HostKey $d/host_key
+AuthorizedKeysFile $d/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+StrictModes no
+UsePAM no
+PidFile $d/sshd.pid
+EOF
+  cat > $d/ssh_config <<EOF
+Host twhost
+  HostName 127.0.0.1
+  Port $sp
+  User root
+  IdentityFile $d/client_key
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  LogLevel ERROR
+EOF
+  /usr/sbin/sshd -D -e -f $d/sshd_config 2> $d/sshd.log &
+  local sshd=$!
+  for _ in $(seq 50); do ssh -F $d/ssh_config -o BatchMode=yes twhost true 2> /dev/null && break; sleep 0.1; done
+  local ok=0
+  "$TW" run mlp8.yaml --hosts twhost:5,twhost:3 --ssh-config $d/ssh_config --listen 127.0.0.1:0 --out rs --quiet > rs.txt 2> rs.err &&
+    "$TW" results check rs --profile rs/profile.yaml | grep -q 'ok: ' && grep -q '3 iterations: median' rs.txt || ok=1
+  # A host that cannot be reached: a clear error naming it, quickly.
+  "$TW" run mlp8.yaml --hosts twhost:4,nohost.invalid:4 --ssh-config $d/ssh_config --listen 127.0.0.1:0 --out rn --quiet > /dev/null 2> rn.err
+  [ $? -eq 1 ] && grep -q 'ssh to nohost.invalid exited with status 255' rn.err || { echo "unreachable: $(cat rn.err)"; ok=1; }
+  kill $sshd
+  wait $sshd 2> /dev/null
+  [ $ok -eq 0 ] || { cat rs.err; return 1; }
+}
+check "ssh launcher against a real sshd (two slot groups; an unreachable host)" ssh_launcher
+
+bad_usage() {
+  local out
+  out=$("$TW" run mlp8.yaml 2>&1)
+  [ $? -ne 0 ] && echo "$out" | grep -q 'exactly one of --local N, --hosts LIST, --expect N' || return 1
+  out=$("$TW" run mlp8.yaml --local 3 2>&1)
+  [ $? -ne 0 ] && echo "$out" | grep -q -- '--local 3: the profile has 8 ranks' || return 1
+  out=$("$TW" run mlp8.yaml --hosts a:2,b:2 2>&1)
+  [ $? -ne 0 ] && echo "$out" | grep -q -- '--hosts: give --listen' || return 1
+  out=$("$TW" run mlp8.yaml --hosts 127.0.0.1:2 2>&1)
+  [ $? -ne 0 ] && echo "$out" | grep -q -- '--hosts: 2 slot(s) for 8 ranks' || return 1
+  out=$("$TW" agent --controller 127.0.0.1:1 --join-timeout 1 2>&1)
+  [ $? -ne 0 ] && echo "$out" | grep -q "needs the run's token" || return 1
+  out=$(TW_TOKEN=x "$TW" agent --controller 127.0.0.1:1 --join-timeout 1 2>&1)
+  [ $? -ne 0 ] && echo "$out" | grep -q 'cannot reach the controller at 127.0.0.1:1 within 1[.0]* s'
+}
+check "bad usage gets one clear line" bad_usage
+
+finish
