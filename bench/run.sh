@@ -10,7 +10,7 @@ build=${BUILD_DIR:-build-bench}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTW_TESTS=OFF -DTW_BENCH=ON >/dev/null
 ninja -C "$build" > "$build/bench-build.log" 2>&1 || { tail -30 "$build/bench-build.log"; exit 1; }
 
-all=(profile_load dataplane)
+all=(profile_load dataplane controller testbed)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 machine() {
@@ -23,6 +23,8 @@ for name in "${names[@]}"; do
   case "$name" in
     profile_load) "$build/bench/profile_load_bench" 40 5 > "$out.new" ;;
     dataplane) bash bench/dataplane.sh "$build" > "$out.new" ;;
+    controller) bash bench/controller.sh "$build" > "$out.new" ;;
+    testbed) bash bench/testbed.sh "$build" > "$out.new" ;;
     *) echo "unknown benchmark: $name (known: ${all[*]})" >&2; exit 2 ;;
   esac
   { cat "$out.new"; echo; machine; } > "$out"

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/text_table.hpp"
 #include "tensorwire/launch/launchers.hpp"
+#include "tensorwire/launch/testbed.hpp"
 
 namespace tw::cli {
 namespace {
@@ -28,6 +30,12 @@ struct RunArgs {
   std::uint32_t local = 0;
   std::string hosts;
   std::uint32_t expect = 0;
+  std::uint32_t testbed = 0;
+  std::string testbed_name = "tw";
+  std::string rate;
+  std::vector<std::string> pairs;
+  bool keep = false;
+  double time_scale = 1;
   std::string listen;
   std::string token;
   std::string out;
@@ -59,10 +67,59 @@ Nanos percentile(std::vector<Nanos> v, double q) {
   return v[std::min(k, v.size() - 1)];
 }
 
+// Brings the testbed up for a run (or re-shapes the one that is up) and puts it
+// back as it was afterwards: down if the run brought it up (unless --keep), else
+// its own shaping.
+class TestbedForRun {
+ public:
+  TestbedForRun(const RunArgs& a) {
+    spec_ = make_testbed_spec(a.testbed_name, a.testbed, a.rate, a.pairs);
+    const bool shaped = spec_.rate > 0 || !spec_.pairs.empty();
+    if (const auto up = find_testbed(spec_.name)) {
+      if (up->hosts != spec_.hosts) {
+        throw std::invalid_argument("--testbed " + std::to_string(spec_.hosts) + ": testbed " + spec_.name + " is up with " +
+                                    std::to_string(up->hosts) + " hosts");
+      }
+      if (shaped) {
+        restore_ = *up;
+        testbed_reshape(spec_);
+      } else {
+        spec_ = *up;
+      }
+    } else {
+      testbed_up(spec_);
+      brought_up_ = !a.keep;
+    }
+  }
+  ~TestbedForRun() {
+    try {
+      if (brought_up_) testbed_down(spec_.name);
+      else if (restore_) testbed_reshape(*restore_);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "tensorwire run: putting the testbed back: {}\n", e.what());
+    }
+  }
+  const TestbedSpec& spec() const { return spec_; }
+
+ private:
+  TestbedSpec spec_;
+  std::optional<TestbedSpec> restore_;
+  bool brought_up_ = false;
+};
+
 int run_command(const RunArgs& a) {
-  const int modes = (a.local > 0) + !a.hosts.empty() + (a.expect > 0);
-  if (modes != 1) throw std::invalid_argument("say where the agents run: exactly one of --local N, --hosts LIST, --expect N");
-  const Profile p = load_profile_or_throw(a.profile);
+  const int modes = (a.local > 0) + !a.hosts.empty() + (a.expect > 0) + (a.testbed > 0);
+  if (modes != 1) {
+    throw std::invalid_argument("say where the agents run: exactly one of --local N, --testbed N, --hosts LIST, --expect N");
+  }
+  if ((!a.rate.empty() || !a.pairs.empty() || a.keep) && a.testbed == 0) {
+    throw std::invalid_argument("--rate, --pair and --keep shape a testbed: use them with --testbed N");
+  }
+  if (!(a.time_scale > 0) || a.time_scale > 1000) throw std::invalid_argument("--time-scale must be from 0 to 1000");
+  const Profile original = load_profile_or_throw(a.profile);
+  // Time dilation: the agents replay a stretched profile; results are scaled back.
+  const double k = a.time_scale;
+  const Profile p = k == 1 ? original : time_scaled(original, k);
   const std::size_t ranks = p.ranks.size();
   if ((a.local > 0 && a.local != ranks) || (a.expect > 0 && a.expect != ranks)) {
     throw std::invalid_argument(std::string(a.local ? "--local " : "--expect ") + std::to_string(a.local ? a.local : a.expect) +
@@ -83,14 +140,17 @@ int run_command(const RunArgs& a) {
   s.open_loop = r.open_loop;
   if (r.open_loop) {
     // Planned here, once: agents get the plan and need no observed timings.
-    ExecutorOptions plan = executor_options(p, r);
+    ReplayArgs slower = r;
+    slower.link_gbps /= k;  // a time-scaled replay runs on a k times slower network
+    ExecutorOptions plan = executor_options(p, slower);
     s.open_loop_offsets = std::move(plan.offsets);
     s.open_loop_period = plan.period;
   }
   // Spinning costs a core per agent: only when every local agent can have one.
   const bool crowded = a.local > 0 && a.local >= std::thread::hardware_concurrency();
   s.spin = static_cast<Nanos>(std::llround((r.spin_us >= 0 ? r.spin_us : (crowded ? 0.0 : 20.0)) * 1e3));
-  s.delay = static_cast<Nanos>(std::llround(r.delay_us * 1e3));
+  s.delay = static_cast<Nanos>(std::llround(r.delay_us * 1e3 * k));
+  o.time_scale = k;
   s.tx_timestamps = !r.no_tx_timestamps;
   s.connect_timeout = seconds(r.connect_timeout_s, "--connect-timeout");
   s.idle_timeout = seconds(r.idle_timeout_s, "--idle-timeout");
@@ -100,7 +160,18 @@ int run_command(const RunArgs& a) {
   const std::string log_dir = o.out_dir + "/logs";
   const std::vector<std::string> agent_args = {"--quiet"};
   std::unique_ptr<Launcher> launcher;
-  if (a.local > 0) {
+  std::optional<TestbedForRun> testbed;
+  if (a.testbed > 0) {
+    testbed.emplace(a);
+    const TestbedSpec& spec = testbed->spec();
+    o.listen = spec.bridge_address() + ":0";
+    auto tl = std::make_unique<TestbedLauncher>(spec, ranks, self_exe(), log_dir, agent_args);
+    const TestbedLauncher* placement = tl.get();
+    o.pair_delay = [spec, placement, k](RankId src, RankId dst) {
+      return static_cast<Nanos>(std::llround(static_cast<double>(spec.delay(placement->host_of(src), placement->host_of(dst))) * k));
+    };
+    launcher = std::move(tl);
+  } else if (a.local > 0) {
     o.listen = a.listen.empty() ? "127.0.0.1:0" : a.listen;
     launcher = std::make_unique<LocalLauncher>(self_exe(), ranks, log_dir, agent_args);
   } else if (!a.hosts.empty()) {
@@ -126,8 +197,8 @@ int run_command(const RunArgs& a) {
   }
   const RunOutcome out = run_controller(p, o, *launcher);
 
-  std::vector<Nanos> times;
-  for (const auto& [b, e] : out.iterations) times.push_back(e - b);
+  std::vector<Nanos> times;  // at the original's speed
+  for (const auto& [b, e] : out.iterations) times.push_back(static_cast<Nanos>(std::llround(static_cast<double>(e - b) / k)));
   if (a.json) {
     nlohmann::json j;
     j["run"] = o.run_id;
@@ -165,11 +236,12 @@ int run_command(const RunArgs& a) {
     }
     fmt::print("setup {} (launch to the common start); results {} after the last iteration\n", human_duration(out.setup_ns),
                human_duration(out.collect_ns));
+    if (k != 1) fmt::print("time-scaled: the agents ran {}x slower; times above are scaled back\n", k);
     fmt::print("results in {}\n", out.out_dir);
   }
   // The comparison: against the profile's observed timings, or else its plan.
   if (out.ok && !times.empty()) {
-    const CompareResult cr = compare_with_profile(p, load_run(out.out_dir));
+    const CompareResult cr = compare_with_profile(original, load_run(out.out_dir));
     nlohmann::json cj = comparison_json(cr.profile, cr.comparison);
     if (!cr.note.empty()) cj["note"] = cr.note;
     write_file_atomic(out.out_dir + "/compare.json", cj.dump(2) + "\n");
@@ -193,6 +265,7 @@ void add_run_command(CLI::App& app, Action& action) {
   r->footer(
       "Where the agents run (exactly one):\n"
       "  --local N          N agent processes on this machine\n"
+      "  --testbed N        one agent per host of a namespace testbed (tensorwire testbed --help)\n"
       "  --hosts LIST       over ssh, LIST like user@vm1,vm2:2 (HOST:SLOTS = ranks per host, in order)\n"
       "  --expect N         agents started elsewhere dial in: tensorwire agent --controller ADDR:PORT --token T\n"
       "The run directory (--out, default runs/RUN_ID) gets every agent's results on the controller's clock,\n"
@@ -202,6 +275,14 @@ void add_run_command(CLI::App& app, Action& action) {
   r->add_option("--local", a->local, "Run N agents as local processes (one per rank)");
   r->add_option("--hosts", a->hosts, "Run agents over ssh on these hosts: user@host[:slots],...");
   r->add_option("--expect", a->expect, "Wait for N agents started by something else");
+  r->add_option("--testbed", a->testbed, "Run agents in a namespace testbed of N hosts (brought up if it is not)");
+  r->add_option("--name", a->testbed_name, "Testbed name")->capture_default_str();
+  r->add_option("--rate", a->rate, "Testbed: every host's link rate, like 10gbit");
+  r->add_option("--pair", a->pairs, "Testbed: A-B:rate=R,delay=D between two hosts (repeatable)");
+  r->add_flag("--keep", a->keep, "Testbed: leave it up after the run");
+  r->add_option("--time-scale", a->time_scale,
+                "Stretch every compute time, gap and delay by K (replay a fast network's job on a K times slower one); "
+                "results are scaled back");
   r->add_option("--listen", a->listen, "ADDR:PORT the controller listens on (default 127.0.0.1, any port)");
   r->add_option("--token", a->token, "The run's token (default: a random one)");
   r->add_option("--out", a->out, "Run directory (default runs/RUN_ID)");

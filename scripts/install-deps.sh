@@ -14,6 +14,8 @@ packages=(
   # the ssh launcher's test runs a real sshd; the HTTP API is tested with curl;
   # pgrep/pkill find a run's processes
   openssh-client openssh-server curl procps
+  # static checks of the Docker and Kubernetes files
+  python3-yaml
 )
 
 missing=()

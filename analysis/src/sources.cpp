@@ -34,6 +34,16 @@ LoadedRun load_run(const std::string& dir) {
     ranks.push_back(read_records(path));
   }
   run.timeline = timeline_from_records(run.profile, ranks, "run " + dir);
+  // A time-dilated run is compared at the original's speed.
+  std::ifstream rj(fs::path(dir) / "run.json");
+  const nlohmann::json j = nlohmann::json::parse(rj, nullptr, false);
+  if (rj && !j.is_discarded() && j.contains("time_scale") && j["time_scale"].is_number()) {
+    const double k = j["time_scale"].get<double>();
+    if (k > 0 && k != 1) {
+      scale_timeline(run.timeline, 1.0 / k);
+      run.timeline.source += " (time-scaled x" + nlohmann::json(k).dump() + ", scaled back)";
+    }
+  }
   return run;
 }
 

@@ -1,6 +1,7 @@
 #include "tensorwire/analysis/timeline.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace tw {
@@ -128,6 +129,24 @@ Timeline timeline_from_plan(const Timeline& replay, Nanos iteration_bound) {
     for (std::size_t i = 0; i < n; ++i) t.ops[op][i].start = replay.planned[op * n + i];
   }
   return t;
+}
+
+void scale_timeline(Timeline& t, double f) {
+  const auto s = [f](Nanos& x) {
+    if (x != -1) x = static_cast<Nanos>(std::llround(static_cast<double>(x) * f));
+  };
+  for (Nanos& x : t.iteration) s(x);
+  for (auto& r : t.rank_iteration) {
+    for (Nanos& x : r) s(x);
+  }
+  for (auto& op : t.ops) {
+    for (Instance& in : op) {
+      s(in.start);
+      s(in.end);
+    }
+  }
+  for (Nanos& x : t.flow_busy) s(x);
+  for (Nanos& x : t.planned) s(x);
 }
 
 double flow_rate_bps(const Timeline& t, FlowIndex flow) {

@@ -1,5 +1,7 @@
 #include "tensorwire/core/profile.hpp"
 
+#include <cmath>
+
 namespace tw {
 
 const char* role_name(Role r) { return r == Role::server ? "server" : "worker"; }
@@ -11,6 +13,26 @@ void Profile::index() {
   op_by_id.reserve(ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i) op_by_id.emplace(ops[i].id, static_cast<OpIndex>(i));
   for (std::size_t i = 0; i < flows.size(); ++i) flow_by_id.emplace(flows[i].id, static_cast<FlowIndex>(i));
+}
+
+Profile time_scaled(const Profile& profile, double k) {
+  Profile p = profile;
+  const auto scale = [k](Nanos t) { return static_cast<Nanos>(std::llround(static_cast<double>(t) * k)); };
+  for (Op& op : p.ops) {
+    op.duration = scale(op.duration);
+    op.gap = scale(op.gap);
+  }
+  if (p.observed) {
+    for (ObservedIteration& it : p.observed->iterations) {
+      it.duration = scale(it.duration);
+      for (Nanos& d : it.rank_durations) d = scale(d);
+    }
+    for (ObservedOp& o : p.observed->ops) {
+      o.start = scale(o.start);
+      o.end = scale(o.end);
+    }
+  }
+  return p;
 }
 
 }  // namespace tw

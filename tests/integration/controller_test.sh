@@ -268,7 +268,7 @@ check "ssh launcher against a real sshd (two slot groups; an unreachable host)" 
 bad_usage() {
   local out
   out=$("$TW" run mlp8.yaml 2>&1)
-  [ $? -ne 0 ] && echo "$out" | grep -q 'exactly one of --local N, --hosts LIST, --expect N' || return 1
+  [ $? -ne 0 ] && echo "$out" | grep -q 'exactly one of --local N, --testbed N, --hosts LIST, --expect N' || return 1
   out=$("$TW" run mlp8.yaml --local 3 2>&1)
   [ $? -ne 0 ] && echo "$out" | grep -q -- '--local 3: the profile has 8 ranks' || return 1
   out=$("$TW" run mlp8.yaml --hosts a:2,b:2 2>&1)

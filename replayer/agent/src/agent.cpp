@@ -170,6 +170,8 @@ class Agent {
       } else if (p_.flows[f].dst == rank_) {
         slot_of_flow_[f] = static_cast<int>(in_.size());
         in_.push_back(std::make_unique<Incoming>(static_cast<FlowIndex>(f)));
+        const RankId src = p_.flows[f].src;
+        in_.back()->delay = c.delay + (src < c.delay_from.size() ? c.delay_from[src] : 0);
       }
     }
     for (const Op& op : p_.ops) {
@@ -261,6 +263,7 @@ class Agent {
     Sink sink;
     std::vector<std::byte> buffer;
     Nanos read_at = 0;  // when the read being decoded returned
+    Nanos delay = 0;  // emulated latency of this flow
     Nanos first_byte = 0;  // of the message being received
     bool eof = false;
     std::uint64_t messages = 0;
@@ -844,7 +847,7 @@ class Agent {
     ++in.messages;
     ++messages_received_;
     bytes_received_ += h.length;
-    const Nanos deliver = in.read_at + c_.delay;
+    const Nanos deliver = in.read_at + in.delay;
     Record r;
     r.kind = RecordKind::receive;
     r.flags = p_.ops[h.op].bytes < frame::kHeaderSize ? kFlagHeaderOnly : 0;
@@ -855,7 +858,7 @@ class Agent {
     r.bytes = h.length;
     r.t = {real(in.first_byte), real(in.read_at), real(deliver), -1, -1};
     recorder_.push(r);
-    if (c_.delay == 0) {
+    if (in.delay == 0) {
       executor_.received(h.op, h.iteration, in.read_at);
       return;
     }

@@ -312,6 +312,7 @@ class Client final : public AgentLink {
     config_.executor = executor_options_for(s, m.value("slowdown", 1.0));
     config_.spin = s.spin;
     config_.delay = s.delay;
+    if (m.contains("delay_from_ns")) config_.delay_from = m["delay_from_ns"].get<std::vector<Nanos>>();
     config_.connect_timeout = s.connect_timeout;
     config_.idle_timeout = s.idle_timeout;
     config_.listen_fd = listen_fd_;

@@ -585,7 +585,12 @@ class Controller {
     write_file_atomic((std::filesystem::path(o_.out_dir) / "profile.yaml").string(), text);
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
       const double slow = r < o_.slowdown.size() ? o_.slowdown[r] : 1.0;
+      std::vector<Nanos> delay_from(by_rank.size(), 0);
+      if (o_.pair_delay) {
+        for (std::size_t src = 0; src < by_rank.size(); ++src) delay_from[src] = o_.pair_delay(static_cast<RankId>(src), static_cast<RankId>(r));
+      }
       by_rank[r]->send({{"type", "setup"},
+                        {"delay_from_ns", delay_from},
                         {"run", o_.run_id},
                         {"rank", r},
                         {"profile", text},
@@ -794,6 +799,7 @@ class Controller {
     for (const auto& [s, e] : progress_.job_iterations()) its.push_back({s, e});
     j["iteration_times_ns"] = std::move(its);
     j["setup_ns"] = outcome_.setup_ns;
+    j["time_scale"] = o_.time_scale;
     try {
       write_file_atomic((std::filesystem::path(o_.out_dir) / "run.json").string(), j.dump(2) + "\n");
     } catch (const std::exception& e) {

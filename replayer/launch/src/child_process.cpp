@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <chrono>
 #include <cstring>
@@ -144,6 +145,36 @@ std::string ChildProcess::describe(int st) {
   if (WIFEXITED(st)) return "exited with status " + std::to_string(WEXITSTATUS(st));
   if (WIFSIGNALED(st)) return std::string("killed by signal ") + std::to_string(WTERMSIG(st)) + " (" + ::strsignal(WTERMSIG(st)) + ")";
   return "ended";
+}
+
+bool CommandResult::ok() const { return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+CommandResult run_command(const std::vector<std::string>& argv, long timeout_ms) {
+  char path[] = "/tmp/tensorwire-cmd-XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) throw std::runtime_error(std::string("cannot create a temporary file: ") + std::strerror(errno));
+  ::close(fd);
+  CommandResult r;
+  {
+    SpawnOptions so;
+    so.output_path = path;
+    ChildProcess child = ChildProcess::spawn(argv, so);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    std::optional<int> st;
+    while (!(st = child.poll()) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (st) r.status = *st;  // else the destructor kills it
+  }
+  if (std::FILE* f = std::fopen(path, "r")) {
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
+    std::fclose(f);
+  }
+  ::unlink(path);
+  while (!r.output.empty() && (r.output.back() == '\n' || r.output.back() == ' ')) r.output.pop_back();
+  return r;
 }
 
 }  // namespace tw

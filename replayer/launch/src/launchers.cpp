@@ -2,60 +2,11 @@
 
 #include <sys/wait.h>
 
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
 namespace tw {
-
-std::vector<HostSlots> parse_host_list(const std::string& text) {
-  std::vector<HostSlots> out;
-  std::size_t at = 0;
-  while (at <= text.size()) {
-    const std::size_t end = std::min(text.find(',', at), text.size());
-    const std::string entry = text.substr(at, end - at);
-    at = end + 1;
-    if (entry.empty()) throw std::invalid_argument("--hosts: an empty entry in \"" + text + "\"");
-    HostSlots h;
-    h.target = entry;
-    const auto colon = entry.rfind(':');
-    if (colon != std::string::npos && entry.find(']') == std::string::npos) {
-      unsigned slots = 0;
-      const char* b = entry.data() + colon + 1;
-      const char* e = entry.data() + entry.size();
-      const auto r = std::from_chars(b, e, slots);
-      if (r.ec != std::errc() || r.ptr != e || slots == 0 || slots > 4096) {
-        throw std::invalid_argument("--hosts: \"" + entry + "\": slots must be a number from 1 to 4096");
-      }
-      h.slots = slots;
-      h.target = entry.substr(0, colon);
-    }
-    const auto atsign = h.target.find('@');
-    h.host = atsign == std::string::npos ? h.target : h.target.substr(atsign + 1);
-    if (h.host.empty() || h.target.front() == '-') throw std::invalid_argument("--hosts: \"" + entry + "\" names no host");
-    out.push_back(std::move(h));
-  }
-  return out;
-}
-
-std::vector<std::size_t> place_ranks(const std::vector<HostSlots>& hosts, std::size_t ranks) {
-  std::vector<std::size_t> place;
-  for (std::size_t h = 0; h < hosts.size() && place.size() < ranks; ++h) {
-    for (std::uint32_t k = 0; k < hosts[h].slots && place.size() < ranks; ++k) place.push_back(h);
-  }
-  if (place.size() < ranks) {
-    std::size_t slots = 0;
-    for (const auto& h : hosts) slots += h.slots;
-    throw std::invalid_argument("--hosts: " + std::to_string(slots) + " slot(s) for " + std::to_string(ranks) +
-                                " ranks; give more hosts or HOST:SLOTS");
-  }
-  return place;
-}
-
-bool is_loopback_host(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
-}
 
 std::string last_log_line(const std::string& path) {
   std::ifstream in(path);
@@ -154,6 +105,31 @@ void SshLauncher::launch(const std::string& controller, const std::string& token
     SpawnOptions so;
     so.stdin_text = token + "\n";
     start(static_cast<RankId>(r), argv, so, "ssh to " + hosts_[placement_[r]].target);
+  }
+}
+
+TestbedLauncher::TestbedLauncher(TestbedSpec spec, std::size_t ranks, std::string exe, std::string log_dir,
+                                 std::vector<std::string> agent_args)
+    : ProcessLauncher(std::move(log_dir)), spec_(std::move(spec)), ranks_(ranks), exe_(std::move(exe)), args_(std::move(agent_args)) {}
+
+std::string TestbedLauncher::describe() const {
+  return std::to_string(spec_.hosts) + " hosts of testbed " + spec_.name + " (namespaces " + spec_.ns(0) + ".." +
+         spec_.ns(spec_.hosts - 1) + ")";
+}
+
+std::uint32_t TestbedLauncher::host_of(RankId rank) const {
+  return static_cast<std::uint32_t>(static_cast<std::uint64_t>(rank) * spec_.hosts / std::max<std::size_t>(ranks_, 1));
+}
+
+void TestbedLauncher::launch(const std::string& controller, const std::string& token) {
+  for (std::size_t r = 0; r < ranks_; ++r) {
+    const std::string ns = spec_.ns(host_of(static_cast<RankId>(r)));
+    std::vector<std::string> argv = {"ip", "netns", "exec", ns, exe_, "agent", "--controller", controller, "--rank-hint",
+                                     std::to_string(r)};
+    argv.insert(argv.end(), args_.begin(), args_.end());
+    SpawnOptions so;
+    so.env = {"TW_TOKEN=" + token};
+    start(static_cast<RankId>(r), argv, so, "agent in namespace " + ns);
   }
 }
 

@@ -38,6 +38,10 @@ Timeline timeline_from_observed(const Profile& profile);
 // recorded it) and every iteration at `iteration_bound` (the profile's lower bound).
 Timeline timeline_from_plan(const Timeline& replay, Nanos iteration_bound);
 
+// Multiplies every time by `f` (unknown stays unknown): a time-dilated run
+// (`run --time-scale K`) is scaled back with f = 1/K.
+void scale_timeline(Timeline& t, double f);
+
 // Per-flow rate while busy, bits per second (0 when unknown).
 double flow_rate_bps(const Timeline& t, FlowIndex flow);
 

@@ -144,4 +144,9 @@ inline constexpr std::uint32_t kMaxIterationsBack = 1000;
 inline constexpr std::size_t kMaxIdLength = 256;
 }  // namespace limits
 
+// Time dilation: the same profile with every compute duration and gap (and
+// observed time) multiplied by `k`, so that a job recorded on a network k times
+// faster keeps its shape on a slower one. Sizes are unchanged.
+Profile time_scaled(const Profile& profile, double k);
+
 }  // namespace tw

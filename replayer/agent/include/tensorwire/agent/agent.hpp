@@ -45,6 +45,7 @@ struct AgentConfig {
   Nanos connect_timeout = 30 * kSecond;  // to connect every flow and be connected to
   Nanos idle_timeout = 60 * kSecond;  // longest wait without any progress
   Nanos delay = 0;  // emulated one-way latency added to every message this rank receives
+  std::vector<Nanos> delay_from;  // and per source rank (empty: none), e.g. per testbed pair
   int listen_fd = -1;  // an inherited listening socket instead of binding the roster address
   std::optional<Nanos> start_at;  // CLOCK_REALTIME ns at which to begin iteration 0
   bool tx_timestamps = true;  // SO_TIMESTAMPING on every outgoing flow

@@ -42,6 +42,9 @@ struct ControllerOptions {
   std::string out_dir;  // the run directory (created)
   RunSettings settings;
   std::vector<double> slowdown;  // per rank (empty: 1 for all)
+  // Emulated one-way latency from rank src to rank dst (e.g. a testbed pair's).
+  std::function<Nanos(RankId src, RankId dst)> pair_delay;
+  double time_scale = 1;  // recorded in run.json: the profile was stretched by this
   Nanos join_timeout = 30 * kSecond;  // for every agent to dial in
   Nanos collect_timeout = 120 * kSecond;  // for results after the last iteration
   Nanos run_timeout = 0;  // 0: none (heartbeats and the agents' own idle timeout still apply)

@@ -58,4 +58,14 @@ class ChildProcess {
   int stdin_fd_ = -1;  // our end of the child's stdin pipe
 };
 
+// Runs a command to its end within `timeout` (then kills it), capturing what it
+// printed (stdout and stderr together). status: its wait status, or -1 if it
+// was killed at the deadline.
+struct CommandResult {
+  int status = -1;
+  std::string output;
+  bool ok() const;
+};
+CommandResult run_command(const std::vector<std::string>& argv, long timeout_ms = 10000);
+
 }  // namespace tw

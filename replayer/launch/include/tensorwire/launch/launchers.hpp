@@ -10,25 +10,10 @@
 
 #include "tensorwire/controller/controller.hpp"
 #include "tensorwire/launch/child_process.hpp"
+#include "tensorwire/launch/hosts.hpp"
+#include "tensorwire/launch/testbed.hpp"
 
 namespace tw {
-
-// One entry of --hosts: "user@host:slots" (slots default 1).
-struct HostSlots {
-  std::string target;  // what ssh is given: "user@host" or "host"
-  std::string host;    // the host part alone
-  std::uint32_t slots = 1;
-};
-
-// Parses a comma-separated host list; throws std::invalid_argument naming the
-// bad entry.
-std::vector<HostSlots> parse_host_list(const std::string& text);
-
-// The rank -> host placement: ranks fill the hosts in order, slots at a time.
-// Throws std::invalid_argument when the slots do not cover `ranks`.
-std::vector<std::size_t> place_ranks(const std::vector<HostSlots>& hosts, std::size_t ranks);
-
-bool is_loopback_host(const std::string& host);
 
 // Agents behind child processes of this one (the agents themselves, or ssh
 // clients): each logs to DIR/agent-R.log; an early end is reported with the log's
@@ -83,6 +68,23 @@ class SshLauncher final : public ProcessLauncher {
   std::vector<std::size_t> placement_;
   std::string agent_bin_;
   std::string ssh_config_;
+  std::vector<std::string> args_;
+};
+
+// One agent per host namespace of a testbed (ranks spread over the hosts in
+// blocks, like slots), each started with `ip netns exec`.
+class TestbedLauncher final : public ProcessLauncher {
+ public:
+  TestbedLauncher(TestbedSpec spec, std::size_t ranks, std::string exe, std::string log_dir,
+                  std::vector<std::string> agent_args = {});
+  std::string describe() const override;
+  void launch(const std::string& controller, const std::string& token) override;
+  std::uint32_t host_of(RankId rank) const;
+
+ private:
+  TestbedSpec spec_;
+  std::size_t ranks_;
+  std::string exe_;
   std::vector<std::string> args_;
 };
 

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Controller overhead: for 2, 8 and 32 local agents, the time from launching the
+# agents to the common start (the first byte of the run), and from the last
+# iteration to the results being written; next to the baseline of starting that
+# many tensorwire processes at all. Also the clock-sync error bounds: on one kernel
+# clock the true offset is zero, so the estimate shows the method's own error.
+# Usage: bench/controller.sh BUILD_DIR > fragment.md
+set -euo pipefail
+build=$(realpath "$1")
+tw=$build/cli/tensorwire
+work=$(mktemp -d /tmp/tw-bench-ctl.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+REPS=${REPS:-3}
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+echo "## Controller"
+echo
+echo "\`tensorwire run --local N\` on a 1-iteration ring all-reduce of the MLP model (N"
+echo "ranks); median of $REPS runs. Setup is launch to the common start (agents dial in,"
+echo "get the profile, connect their flows, synchronise clocks; the start itself is"
+echo "300 ms after clock sync); collection is the last iteration to every result"
+echo "written. The baseline starts N \`tensorwire --version\` processes and waits for"
+echo "them. Clock offsets are estimated on one kernel clock, where the truth is zero."
+echo
+echo "| agents | setup | baseline: N processes | results collected | largest clock bound | largest offset |"
+echo "|---|---|---|---|---|---|"
+for n in 2 8 32; do
+  "$tw" profile synth --model mlp --ranks $n --iterations 1 -o "$work/p$n.yaml" 2> /dev/null
+  setup=() collect=() spawn=() bound=() offset=()
+  for ((k = 0; k < REPS; k++)); do
+    rm -rf "$work/r"
+    "$tw" run "$work/p$n.yaml" --local $n --out "$work/r" --json --join-timeout 120 > "$work/r.json"
+    read -r s c b o < <(/usr/bin/python3 - "$work/r.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["ok"], j
+b = max(a["clock_bound_ns"] for a in j["agents"])
+o = max(abs(a["clock_offset_ns"]) for a in j["agents"])
+print(j["setup_ns"] / 1e6, j["collect_ns"] / 1e6, b / 1e3, o / 1e3)
+PY
+)
+    setup+=("$s") collect+=("$c") bound+=("$b") offset+=("$o")
+    t0=$(date +%s%N)
+    for ((i = 0; i < n; i++)); do "$tw" --version > /dev/null & done
+    wait
+    spawn+=("$(( ($(date +%s%N) - t0) / 1000 ))")
+  done
+  printf '| %d | %.0f ms | %.0f ms | %.1f ms | %.0f us | %.0f us |\n' $n "$(median "${setup[@]}")" \
+    "$(awk "BEGIN {print $(median "${spawn[@]}") / 1000}")" "$(median "${collect[@]}")" "$(median "${bound[@]}")" "$(median "${offset[@]}")"
+done
+echo
+echo "The start lead (300 ms) is a fixed part of setup: it leaves every agent time to"
+echo "arm its timer for the common instant."

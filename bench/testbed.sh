@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Replay throughput across the namespace testbed (through the bridge), against
+# iperf3 between the same namespaces in the same run; and the clock-sync error
+# bounds of agents in the testbed (one kernel clock: the true offset is zero).
+# Usage: bench/testbed.sh BUILD_DIR > fragment.md   (root)
+set -euo pipefail
+build=$(realpath "$1")
+tw=$build/cli/tensorwire
+work=$(mktemp -d /tmp/tw-bench-tb.XXXXXX)
+NAME=twbench
+trap '"$tw" testbed down --name $NAME > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
+REPS=${REPS:-5}
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+spread() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {printf "%s (%s-%s)", v[int((NR+1)/2)], v[1], v[NR]}'; }
+ratio() { /usr/bin/python3 -c "print(f'{$1/$2*100:.0f}%')"; }
+
+"$tw" testbed down --name $NAME > /dev/null 2>&1 || true
+"$tw" testbed up --hosts 2 --name $NAME > /dev/null
+A1=$("$tw" testbed status --name $NAME --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["host_list"][1]["address"])')
+
+stream() {  # SIZE COUNT FLOWS
+  echo "version: 1"; echo "iterations: $2"; echo "iteration_barrier: false"
+  echo "ranks: [{id: 0}, {id: 1}]"; echo "flows:"
+  for ((f = 0; f < $3; f++)); do echo "  - {id: f$f, src: 0, dst: 1}"; done
+  echo "ops:"
+  for ((f = 0; f < $3; f++)); do echo "  - {id: s$f, type: send, flow: f$f, bytes: $1}"; done
+}
+rate() {  # RUN_DIR -> Gb/s at the receiver
+  /usr/bin/python3 - "$1" <<'PY'
+import struct, sys
+data = open(sys.argv[1] + "/rank-1.twr", "rb").read()[16:]
+first = last = None; total = 0
+for i in range(0, len(data), 64):
+    if data[i] != 2: continue
+    total += struct.unpack_from("<Q", data, i + 16)[0]
+    t = struct.unpack_from("<5q", data, i + 24)
+    first = t[0] if first is None else min(first, t[0])
+    last = t[1] if last is None else max(last, t[1])
+print(f"{total * 8 / ((last - first) / 1e9) / 1e9:.2f}")
+PY
+}
+iperf() {  # FLOWS -> Gb/s
+  ip netns exec $NAME-h1 iperf3 -s -1 -p 5202 > /dev/null 2>&1 &
+  local ps=$!
+  sleep 0.3
+  ip netns exec $NAME-h0 iperf3 -c "$A1" -p 5202 -t 4 -N -P "$1" -J > "$work/iperf.json"
+  wait $ps || true
+  /usr/bin/python3 -c "import json; j=json.load(open('$work/iperf.json')); print(f\"{j['end']['sum_received']['bits_per_second']/1e9:.2f}\")"
+}
+
+echo "## Testbed"
+echo
+echo "Two hosts of the namespace testbed (\`tensorwire testbed up --hosts 2\`, no shaping),"
+echo "traffic through the bridge; \`tensorwire run --testbed 2\` (controller in the root"
+echo "namespace, one agent per host) against \`iperf3 -N\` between the same namespaces."
+echo "Receiver-side rate, median of $REPS runs (range), alternating."
+echo
+echo "| what | tensorwire run --testbed | iperf3 -N | ratio |"
+echo "|---|---|---|---|"
+bounds=()
+for spec in "8MiB 300 1" "8MiB 100 4"; do
+  set -- $spec
+  stream "$1" "$2" "$3" > "$work/p.yaml"
+  ours=() theirs=()
+  for ((k = 0; k < REPS; k++)); do
+    theirs+=("$(iperf "$3")")
+    rm -rf "$work/r"
+    "$tw" run "$work/p.yaml" --testbed 2 --name $NAME --out "$work/r" --json --spin-us 0 > "$work/r.json"
+    ours+=("$(rate "$work/r")")
+    bounds+=("$(/usr/bin/python3 -c "import json; j=json.load(open('$work/r.json')); print(max(a['clock_bound_ns'] for a in j['agents'])/1e3, max(abs(a['clock_offset_ns']) for a in j['agents'])/1e3)")")
+  done
+  what="$3 flow(s) (iperf3 -P $3), $1 messages"
+  echo "| $what | $(spread "${ours[@]}") Gb/s | $(spread "${theirs[@]}") Gb/s | $(ratio "$(median "${ours[@]}")" "$(median "${theirs[@]}")") |"
+done
+echo
+b=$(printf '%s\n' "${bounds[@]}" | awk '{print $1}')
+o=$(printf '%s\n' "${bounds[@]}" | awk '{print $2}')
+echo "Clock synchronisation across the testbed's namespaces ($((2 * REPS)) runs, 2 agents each):"
+echo "largest error bound per run, median $(median $b) us (max $(printf '%s\n' $b | sort -g | tail -1) us); largest"
+within=$(printf '%s\n' "${bounds[@]}" | awk '$2 > $1 {bad = 1} END {print bad ? "not always" : "always"}')
+echo "estimated offset, median $(median $o) us (max $(printf '%s\n' $o | sort -g | tail -1) us); each run's largest offset was"
+echo "$within within its run's largest bound of the true offset, zero (one kernel clock)."

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The namespace testbed (root): up, status, down (idempotent, also of leftovers),
+# connectivity, a shaped pair delivering its rate, per-pair delay emulated by the
+# agents, a bundled profile replayed across 4 namespaces, time dilation. Every
+# testbed is torn down when the script ends, whatever happens.
+# Usage: testbed_test.sh TENSORWIRE_BINARY SOURCE_DIR
+set -u
+TW=$(realpath "$1")
+SRC=$(realpath "$2")
+. "$(dirname "$0")/lib.sh"
+cd "$TW_TMP"
+PY=/usr/bin/python3
+NAME=twt$((RANDOM % 100))
+trap '"$TW" testbed down --name $NAME > /dev/null 2>&1; rm -rf "$TW_TMP"' EXIT
+[ "$(id -u)" = 0 ] || { echo "the testbed needs root"; exit 1; }
+
+"$TW" profile synth --model mlp --ranks 2 --iterations 5 -o mlp2.yaml 2> /dev/null
+cat > stream.yaml <<'EOF'
+version: 1
+iterations: 40
+iteration_barrier: false
+ranks: [{id: 0}, {id: 1}]
+flows: [{id: f, src: 0, dst: 1}]
+ops:
+  - {id: s, type: send, flow: f, bytes: 1MiB}
+EOF
+
+up_status_down() {
+  "$TW" testbed up --hosts 3 --name $NAME --rate 2gbit > up.txt || return 1
+  ip netns list | grep -q "^$NAME-h2" && [ -e /sys/class/net/$NAME-br ] || return 1
+  "$TW" testbed status --name $NAME > st.txt && grep -q "3 hosts on bridge $NAME-br" st.txt && grep -q 'link rate 2gbit' st.txt || return 1
+  "$TW" testbed status --name $NAME --json > st.json || return 1
+  local a1
+  a1=$($PY -c 'import json; print(json.load(open("st.json"))["host_list"][1]["address"])')
+  # Connectivity: host 0 reaches host 1 over the bridge.
+  ip netns exec $NAME-h1 $PY -c '
+import socket; s = socket.socket(); s.bind(("'$a1'", 17333)); s.listen(); c, _ = s.accept(); c.sendall(c.recv(5))' &
+  local srv=$!
+  sleep 0.3
+  [ "$(ip netns exec $NAME-h0 $PY -c '
+import socket; s = socket.create_connection(("'$a1'", 17333), timeout=5); s.sendall(b"hello"); print(s.recv(5).decode())')" = hello ] || return 1
+  wait $srv
+  # A second `up` with another host count is refused; with the same one it re-shapes.
+  ! "$TW" testbed up --hosts 2 --name $NAME 2> again.err && grep -q 'is up with 3 hosts' again.err || return 1
+  "$TW" testbed up --hosts 3 --name $NAME > /dev/null || return 1
+  "$TW" testbed down --name $NAME | grep -q 'removed' || return 1
+  ! ip netns list | grep -q "^$NAME-" && [ ! -e /sys/class/net/$NAME-br ] || return 1
+  "$TW" testbed down --name $NAME | grep -q 'nothing to remove' || return 1
+  # Leftovers of a crash, without any state: found by name.
+  ip netns add $NAME-h7 && ip link add $NAME-br type bridge || return 1
+  "$TW" testbed down --name $NAME > /dev/null && ! ip netns list | grep -q "^$NAME-h7" && [ ! -e /sys/class/net/$NAME-br ]
+}
+check "testbed up, status, connectivity, down (idempotent, and of leftovers)" up_status_down
+
+shaped_pair() {
+  "$TW" run stream.yaml --testbed 2 --name $NAME --pair 0-1:rate=200mbit --out sp --quiet > /dev/null 2> sp.err || { cat sp.err; return 1; }
+  # Brought up for the run, so down again after it.
+  [ ! -e /sys/class/net/$NAME-br ] || return 1
+  $PY - <<'PY'
+import struct
+data = open("sp/rank-1.twr", "rb").read()[16:]
+first = last = None; total = 0
+for i in range(0, len(data), 64):
+    if data[i] != 2: continue
+    total += struct.unpack_from("<Q", data, i + 16)[0]
+    t = struct.unpack_from("<5q", data, i + 24)
+    first = t[0] if first is None else min(first, t[0])
+    last = t[1] if last is None else max(last, t[1])
+rate = total * 8 / ((last - first) / 1e9) / 1e6
+print(f"{rate:.1f} Mb/s")
+# Goodput: TCP/IP headers take ~4% of what htb counts.
+assert abs(rate - 200) <= 20, rate
+PY
+}
+check "a pair shaped to 200 Mb/s delivers 200 Mb/s (within 10%, measured by the agents)" shaped_pair
+
+four_namespaces() {
+  "$TW" run "$SRC/traffic_profiles/resnet50-ring-4.yaml" --testbed 4 --name $NAME --rate 5gbit --iterations 2 --out r4 --json \
+    > r4.json 2> r4.err || { cat r4.err; return 1; }
+  "$TW" results check r4 | grep -q 'ok: ' || return 1
+  $PY - <<'PY'
+import json
+j = json.load(open("r4.json"))
+assert j["ok"] and len(j["iteration_ns"]) == 2, j
+hosts = set()
+for a in j["agents"]:
+    # One kernel clock under the namespaces: every offset within its bound of zero.
+    assert abs(a["clock_offset_ns"]) <= a["clock_bound_ns"], a
+r = json.load(open("r4/run.json"))
+peers = {a["peer"].split(":")[0] for a in r["agents"]}
+assert len(peers) == 4, peers  # four hosts, four addresses
+PY
+}
+check "a bundled profile across 4 namespaces; clock offsets within their bounds" four_namespaces
+
+pair_delay() {
+  "$TW" run mlp2.yaml --testbed 2 --name $NAME --pair 0-1:delay=20ms --keep --out pd --quiet > /dev/null 2> pd.err || { cat pd.err; return 1; }
+  [ -e /sys/class/net/$NAME-br ] || { echo "--keep did not keep it"; return 1; }
+  "$TW" testbed status --name $NAME | grep -q '0-1 .* 20.00 ms' || return 1
+  $PY - <<'PY'
+import struct
+for rank in (0, 1):
+    data = open(f"pd/rank-{rank}.twr", "rb").read()[16:]
+    n = 0
+    for i in range(0, len(data), 64):
+        if data[i] != 2: continue
+        t = struct.unpack_from("<5q", data, i + 24)
+        # delivered = last byte read + the pair's emulated one-way delay
+        assert abs(t[2] - t[1] - 20_000_000) <= 1000, t
+        n += 1
+    assert n > 0
+PY
+  "$TW" testbed down --name $NAME > /dev/null
+}
+check "per-pair delay is emulated by the agents; --keep keeps the testbed" pair_delay
+
+time_scaled() {
+  "$TW" run mlp2.yaml --testbed 2 --name $NAME --time-scale 4 --out ts > ts.txt 2> ts.err || { cat ts.err; return 1; }
+  grep -q 'time-scaled: the agents ran 4x slower' ts.txt || return 1
+  $PY - <<'PY'
+import json, re
+raw = json.load(open("ts/rank-0.json"))["iteration_times_ns"]
+raw_median = sorted(e - s for s, e in raw)[len(raw) // 2]
+shown = re.search(r"iterations: median ([0-9.]+) ms", open("ts.txt").read()).group(1)
+ratio = raw_median / 1e6 / float(shown)
+assert 3.0 < ratio < 5.0, (raw_median, shown, ratio)
+assert json.load(open("ts/run.json"))["time_scale"] == 4
+assert "scaled back" in json.load(open("ts/compare.json"))["replay"]
+PY
+}
+check "--time-scale stretches the replay and scales the results back" time_scaled
+
+bad_input() {
+  local out
+  out=$("$TW" testbed up --hosts 2 --name $NAME --pair 0-5:rate=1mbit 2>&1)
+  [ $? -ne 0 ] && echo "$out" | grep -q "the testbed has hosts 0 to 1" || return 1
+  out=$("$TW" testbed up --hosts 2 --name $NAME --rate fast 2>&1)
+  [ $? -ne 0 ] && echo "$out" | grep -q "expected a rate like 10gbit" || return 1
+  out=$("$TW" testbed up --hosts 2 --name 'bad name!' 2>&1)
+  [ $? -ne 0 ] && echo "$out" | grep -q "up to 8 letters" || return 1
+  out=$("$TW" run mlp2.yaml --local 2 --rate 1gbit 2>&1)
+  [ $? -ne 0 ] && echo "$out" | grep -q "use them with --testbed N" || return 1
+  out=$("$TW" testbed status --name $NAME 2>&1)
+  [ $? -eq 1 ] && echo "$out" | grep -q "is not up"
+}
+check "bad testbed input gets one clear line" bad_input
+
+finish
