@@ -10,7 +10,7 @@ build=${BUILD_DIR:-build-bench}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTW_TESTS=OFF -DTW_BENCH=ON >/dev/null
 ninja -C "$build" > "$build/bench-build.log" 2>&1 || { tail -30 "$build/bench-build.log"; exit 1; }
 
-all=(profile_load dataplane controller testbed)
+all=(profile_load dataplane controller testbed capture)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 machine() {
@@ -25,6 +25,7 @@ for name in "${names[@]}"; do
     dataplane) bash bench/dataplane.sh "$build" > "$out.new" ;;
     controller) bash bench/controller.sh "$build" > "$out.new" ;;
     testbed) bash bench/testbed.sh "$build" > "$out.new" ;;
+    capture) bash bench/capture.sh "$build" > "$out.new" ;;
     *) echo "unknown benchmark: $name (known: ${all[*]})" >&2; exit 2 ;;
   esac
   { cat "$out.new"; echo; machine; } > "$out"

@@ -16,5 +16,6 @@ void add_results_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);
 void add_testbed_command(CLI::App& app, Action& action);
+void add_capture_commands(CLI::App& app, Action& action);
 
 }  // namespace tw::cli

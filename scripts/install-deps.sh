@@ -16,6 +16,8 @@ packages=(
   openssh-client openssh-server curl procps
   # static checks of the Docker and Kubernetes files
   python3-yaml
+  # the real training jobs the capture is tested on (examples/)
+  python3-torch python3-torchvision
 )
 
 missing=()

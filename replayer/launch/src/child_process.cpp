@@ -64,6 +64,7 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const Spa
     if (out_fd < 0) throw std::runtime_error(options.output_path + ": cannot create: " + std::strerror(errno));
   }
   const int keep_fd = options.keep_fd;
+  const bool die_with_parent = options.die_with_parent;
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -75,8 +76,10 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const Spa
   }
   if (pid == 0) {
     // Only async-signal-safe calls from here to exec.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
+    if (die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
+    }
     if (in_pipe[0] >= 0 && ::dup2(in_pipe[0], 0) < 0) ::_exit(127);
     if (out_fd >= 0 && (::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0)) ::_exit(127);
     if (keep_fd >= 0 && keep_fd != 3) {
@@ -120,6 +123,16 @@ std::optional<int> ChildProcess::poll() {
   const pid_t r = ::waitpid(pid_, &st, WNOHANG);
   if (r == pid_) status_ = st;
   return status_;
+}
+
+int ChildProcess::wait() {
+  while (!status_ && pid_ > 0) {
+    int st = 0;
+    const pid_t r = ::waitpid(pid_, &st, 0);
+    if (r == pid_) status_ = st;
+    else if (r < 0 && errno != EINTR) status_ = 0;
+  }
+  return status_.value_or(0);
 }
 
 void ChildProcess::signal(int sig) {

@@ -19,6 +19,7 @@ struct SpawnOptions {
   // goes, whichever way it goes.
   std::optional<std::string> stdin_text;
   std::string output_path;  // if set, stdout and stderr go to this file (appended)
+  bool die_with_parent = true;  // PR_SET_PDEATHSIG: killed if this process dies
 };
 
 class ChildProcess {
@@ -46,6 +47,8 @@ class ChildProcess {
   // Non-blocking: the exit status once the child ended (see describe()).
   std::optional<int> poll();
   void signal(int sig);
+  // Blocks until the child ends; its wait status.
+  int wait();
   // Sends SIGTERM, waits up to `grace_ms`, then SIGKILL; reaps the child.
   void stop(int grace_ms);
   // "exited with status 1", "killed by signal 9".

@@ -1,0 +1,90 @@
+// The capture's trace files: one binary file of fixed 64-byte events per process
+// (trace-PID.twt), next to a JSON description of the process (trace-PID.json).
+// docs/trace-format.md is the reference. Shared by the shim (which writes) and
+// the readers; no dependencies beyond the C++ standard library.
+#pragma once
+
+#include <cstdint>
+
+namespace tw::trace {
+
+inline constexpr char kMagic[8] = {'T', 'W', 'T', 'R', 'A', 'C', 'E', '1'};
+inline constexpr std::uint32_t kVersion = 1;
+
+enum class Kind : std::uint8_t {
+  send = 1,      // a send call on a TCP socket: bytes moved = result
+  recv = 2,      // a receive call
+  connect = 3,   // connect(): result, errno
+  accept = 4,    // accept()/accept4(): result is the new fd
+  close = 5,     // close() of a TCP socket
+  shutdown = 6,  // shutdown(): how in `requested`
+  conn = 7,      // a TCP connection's addresses, first seen (ConnEvent layout)
+  tcp_info = 8,  // TCP_INFO at a send call (TcpInfoEvent layout)
+};
+
+// Which call produced a send or recv event.
+enum class Call : std::uint16_t {
+  write = 1, writev, send, sendto, sendmsg, sendmmsg,
+  read = 11, readv, recv, recvfrom, recvmsg,
+  other = 99
+};
+
+inline constexpr std::uint8_t kFlagError = 1;  // result < 0; errno in `err`
+inline constexpr std::uint8_t kFlagPeek = 2;   // MSG_PEEK: the stream did not advance
+
+struct Event {
+  Kind kind;
+  std::uint8_t flags;
+  Call call;
+  std::int32_t fd;
+  std::uint32_t conn;  // connection id within the process (0: none)
+  std::uint32_t tid;
+  std::int64_t enter_ns;  // CLOCK_REALTIME when the call was entered
+  std::int64_t exit_ns;   // and when it returned
+  std::int64_t result;
+  std::int32_t err;
+  std::uint32_t reserved;
+  std::uint64_t offset;     // stream offset of the first byte moved (send: sent stream, recv: received stream)
+  std::uint64_t requested;  // bytes the call asked to move (shutdown: how)
+};
+static_assert(sizeof(Event) == 64);
+
+struct ConnEvent {
+  Kind kind;  // conn
+  std::uint8_t flags;
+  std::uint16_t family;  // AF_INET or AF_INET6
+  std::int32_t fd;
+  std::uint32_t conn;
+  std::uint32_t tid;
+  std::int64_t at_ns;
+  std::uint8_t local[16];  // IPv4 in the first 4 bytes
+  std::uint8_t remote[16];
+  std::uint16_t local_port;  // host order
+  std::uint16_t remote_port;
+  std::uint8_t how;  // 1 connect, 2 accept, 3 found in use
+  std::uint8_t pad[3];
+};
+static_assert(sizeof(ConnEvent) == 64);
+
+struct TcpInfoEvent {
+  Kind kind;  // tcp_info
+  std::uint8_t flags;
+  std::uint16_t pad0;
+  std::int32_t fd;
+  std::uint32_t conn;
+  std::uint32_t tid;
+  std::int64_t at_ns;
+  std::uint32_t notsent_bytes;
+  std::uint32_t unacked;  // segments
+  std::uint32_t snd_cwnd;
+  std::uint32_t rtt_us;
+  std::uint32_t total_retrans;
+  // Cumulative microseconds, modulo 2^32 (difference consecutive snapshots).
+  std::uint32_t busy_us;
+  std::uint32_t rwnd_limited_us;
+  std::uint32_t sndbuf_limited_us;
+  std::uint64_t bytes_acked;
+};
+static_assert(sizeof(TcpInfoEvent) == 64);
+
+}  // namespace tw::trace

@@ -1,0 +1,114 @@
+#include <algorithm>
+#include <arpa/inet.h>
+#include <map>
+#include <sys/socket.h>
+
+#include "tensorwire/capture/trace.hpp"
+
+namespace tw {
+
+namespace {
+
+std::string address(std::uint16_t family, const std::uint8_t* a, std::uint16_t port) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (family == AF_INET) {
+    ::inet_ntop(AF_INET, a, buf, sizeof buf);
+    return std::string(buf) + ":" + std::to_string(port);
+  }
+  ::inet_ntop(AF_INET6, a, buf, sizeof buf);
+  return "[" + std::string(buf) + "]:" + std::to_string(port);
+}
+
+// Exit time of the receive call that returned stream byte `offset`, or -1.
+Nanos receipt(const std::vector<const trace::Event*>& recvs, std::uint64_t offset) {
+  auto it = std::upper_bound(recvs.begin(), recvs.end(), offset,
+                             [](std::uint64_t o, const trace::Event* e) { return o < e->offset; });
+  if (it == recvs.begin()) return -1;
+  const trace::Event* e = *(it - 1);
+  return offset < e->offset + static_cast<std::uint64_t>(e->result) ? e->exit_ns : -1;
+}
+
+}  // namespace
+
+CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos gap) {
+  CaptureAnalysis a;
+  std::map<std::pair<std::size_t, std::uint32_t>, std::size_t> index;  // (process, conn id) -> connection
+  for (std::size_t p = 0; p < traces.size(); ++p) {
+    for (const auto& c : traces[p].conns) {
+      if (index.count({p, c.conn})) continue;
+      Connection x;
+      x.process = p;
+      x.id = c.conn;
+      x.local.address = address(c.family, c.local, c.local_port);
+      x.remote.address = address(c.family, c.remote, c.remote_port);
+      x.how = c.how == 1 ? "connect" : c.how == 2 ? "accept" : "in use";
+      // PyTorch's rendezvous (TCPStore) listens on MASTER_PORT: control, not tensors.
+      const auto mp = traces[p].env.find("MASTER_PORT");
+      const bool store = mp != traces[p].env.end() &&
+                         (mp->second == std::to_string(c.local_port) || mp->second == std::to_string(c.remote_port));
+      x.role = store ? "store" : "data";
+      index[{p, c.conn}] = a.connections.size();
+      a.connections.push_back(x);
+    }
+  }
+  // Pair the two ends: same host pair, addresses swapped.
+  for (std::size_t i = 0; i < a.connections.size(); ++i) {
+    for (std::size_t k = 0; k < a.connections.size(); ++k) {
+      if (i == k) continue;
+      const Connection &x = a.connections[i], &y = a.connections[k];
+      if (x.local == y.remote && x.remote == y.local) a.connections[i].peer = k;
+    }
+  }
+  // Per connection: send and receive calls in stream order.
+  std::vector<std::vector<const trace::Event*>> sends(a.connections.size()), recvs(a.connections.size());
+  for (std::size_t p = 0; p < traces.size(); ++p) {
+    for (const auto& e : traces[p].io) {
+      const auto it = index.find({p, e.conn});
+      if (it == index.end()) continue;
+      Connection& c = a.connections[it->second];
+      if (e.kind == trace::Kind::send) {
+        ++c.send_calls;
+        if (e.result > 0) {
+          c.bytes_sent += static_cast<std::uint64_t>(e.result);
+          sends[it->second].push_back(&e);
+        } else if (e.result < 0) {
+          ++c.failed_calls;
+        }
+      } else if (e.kind == trace::Kind::recv && !(e.flags & trace::kFlagPeek)) {
+        ++c.recv_calls;
+        if (e.result > 0) {
+          c.bytes_received += static_cast<std::uint64_t>(e.result);
+          recvs[it->second].push_back(&e);
+        } else if (e.result < 0) {
+          ++c.failed_calls;
+        }
+      }
+    }
+  }
+  for (auto& v : sends) std::sort(v.begin(), v.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
+  for (auto& v : recvs) std::sort(v.begin(), v.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
+  for (std::size_t c = 0; c < a.connections.size(); ++c) {
+    const auto& s = sends[c];
+    std::size_t i = 0;
+    while (i < s.size()) {
+      Message m;
+      m.connection = c;
+      m.begin = s[i]->offset;
+      m.ready = s[i]->enter_ns;
+      std::size_t k = i;
+      while (k + 1 < s.size() && s[k + 1]->enter_ns - s[k]->exit_ns <= gap) ++k;
+      m.end = s[k]->offset + static_cast<std::uint64_t>(s[k]->result);
+      m.sent_app = s[k]->exit_ns;
+      m.calls = static_cast<std::uint32_t>(k - i + 1);
+      if (const auto peer = a.connections[c].peer) {
+        m.recv_first = receipt(recvs[*peer], m.begin);
+        m.recv_last = receipt(recvs[*peer], m.end - 1);
+      }
+      a.messages.push_back(m);
+      i = k + 1;
+    }
+  }
+  return a;
+}
+
+}  // namespace tw

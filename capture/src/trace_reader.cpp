@@ -1,0 +1,110 @@
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "tensorwire/capture/trace.hpp"
+
+namespace tw {
+
+namespace fs = std::filesystem;
+
+std::string ProcessTrace::rank_text() const {
+  for (const char* k : {"RANK", "OMPI_COMM_WORLD_RANK"}) {
+    if (const auto it = env.find(k); it != env.end()) return "rank " + it->second;
+  }
+  if (const auto it = env.find("TW_ROLE"); it != env.end()) return it->second;
+  return {};
+}
+
+namespace {
+
+ProcessTrace read_one(const fs::path& json_path) {
+  ProcessTrace t;
+  std::ifstream jf(json_path);
+  const nlohmann::json j = nlohmann::json::parse(jf, nullptr, false);
+  if (!jf || j.is_discarded() || !j.is_object()) throw std::runtime_error(json_path.string() + ": not a trace description");
+  t.pid = j.value("pid", 0);
+  t.ppid = j.value("ppid", 0);
+  t.host = j.value("host", "");
+  t.final = j.value("final", false);
+  t.events_written = j.value("events_written", std::uint64_t{0});
+  t.events_dropped = j.value("events_dropped", std::uint64_t{0});
+  t.untracked = j.value("untracked", std::uint64_t{0});
+  t.wire = j.value("wire", "none");
+  if (j.contains("cmdline") && j["cmdline"].is_array()) {
+    for (const auto& a : j["cmdline"]) t.cmdline.push_back(a.get<std::string>());
+  }
+  if (j.contains("env") && j["env"].is_object()) {
+    for (const auto& [k, v] : j["env"].items()) t.env[k] = v.get<std::string>();
+  }
+  fs::path twt = json_path;
+  twt.replace_extension(".twt");
+  t.file = twt.string();
+  std::ifstream in(twt, std::ios::binary);
+  if (!in) throw std::runtime_error(t.file + ": cannot open");
+  char header[16];
+  in.read(header, sizeof header);
+  if (in.gcount() != 16 || std::memcmp(header, trace::kMagic, 8) != 0) throw std::runtime_error(t.file + ": not a tensorwire trace");
+  std::uint32_t size = 0;
+  std::memcpy(&size, header + 12, 4);
+  if (size != 64) throw std::runtime_error(t.file + ": events of " + std::to_string(size) + " bytes; this tensorwire reads 64");
+  unsigned char buf[64];
+  for (;;) {
+    in.read(reinterpret_cast<char*>(buf), 64);
+    const auto got = in.gcount();
+    if (got == 0) break;
+    if (got != 64) {
+      ++t.events_dropped;  // the last event of a process killed mid-write
+      break;
+    }
+    switch (static_cast<trace::Kind>(buf[0])) {
+      case trace::Kind::conn: {
+        trace::ConnEvent e;
+        std::memcpy(&e, buf, 64);
+        t.conns.push_back(e);
+        break;
+      }
+      case trace::Kind::tcp_info: {
+        trace::TcpInfoEvent e;
+        std::memcpy(&e, buf, 64);
+        t.tcp_info.push_back(e);
+        break;
+      }
+      case trace::Kind::send:
+      case trace::Kind::recv:
+      case trace::Kind::connect:
+      case trace::Kind::accept:
+      case trace::Kind::close:
+      case trace::Kind::shutdown: {
+        trace::Event e;
+        std::memcpy(&e, buf, 64);
+        t.io.push_back(e);
+        break;
+      }
+      default:
+        throw std::runtime_error(t.file + ": unknown event kind " + std::to_string(buf[0]));
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<ProcessTrace> read_capture_dir(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": not a capture directory");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("trace-", 0) == 0 && e.path().extension() == ".json") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<ProcessTrace> out;
+  for (const auto& f : files) out.push_back(read_one(f));
+  std::sort(out.begin(), out.end(), [](const ProcessTrace& a, const ProcessTrace& b) { return a.pid < b.pid; });
+  return out;
+}
+
+}  // namespace tw
