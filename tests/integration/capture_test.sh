@@ -215,4 +215,23 @@ no_tcp() {
 }
 check "jobs that never touch TCP: no trace, same output and exit status" no_tcp
 
+bad_traces() {
+  local out
+  mkdir -p bad1 bad2 bad3
+  printf 'garbage-garbage-' > bad1/trace-1.twt && echo '{"pid": 1}' > bad1/trace-1.json
+  out=$("$TW" trace show bad1 2>&1)
+  [ $? -eq 1 ] && echo "$out" | grep -q 'bad1/trace-1.twt: not a tensorwire trace' || { echo "$out"; return 1; }
+  echo 'not json' > bad2/trace-2.json
+  out=$("$TW" trace show bad2 2>&1)
+  [ $? -eq 1 ] && echo "$out" | grep -q 'bad2/trace-2.json: not a trace description' || { echo "$out"; return 1; }
+  out=$("$TW" trace show bad3 2>&1)
+  [ $? -eq 1 ] && echo "$out" | grep -q 'no traces' || { echo "$out"; return 1; }
+  # A process killed mid-write leaves a partial last event: dropped and counted, not fatal.
+  local f
+  f=$(ls cap2/trace-*.twt | head -1)
+  mkdir -p cut && cp "${f%.twt}.json" cut/ && head -c $(( $(stat -c %s "$f") - 10 )) "$f" > "cut/$(basename "$f")"
+  "$TW" trace show cut --json | $PY -c 'import json,sys; assert json.load(sys.stdin)["processes"][0]["events_dropped"] == 1'
+}
+check "bad or cut traces: one clear line, or the partial event counted" bad_traces
+
 finish
