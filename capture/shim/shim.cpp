@@ -343,7 +343,8 @@ __attribute__((destructor)) void fini() { flush_and_stop(); }
 std::uint32_t conn_id(int fd);
 
 void announce(int fd, std::uint32_t id, std::uint8_t how) {
-  if (conns[id].announced.exchange(true)) return;
+  // Called on every traced call: a plain load first, so the common case writes nothing.
+  if (conns[id].announced.load(std::memory_order_relaxed) || conns[id].announced.exchange(true)) return;
   tw::trace::ConnEvent e{};
   e.kind = Kind::conn;
   e.fd = fd;

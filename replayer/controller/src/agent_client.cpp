@@ -134,20 +134,20 @@ class Client final : public AgentLink {
   }
 
   void watch_stdin() {
-    const int fd = ::dup(0);
-    if (fd < 0) return;
-    stdin_.emplace(ctx_, fd);
+    if (!stdin_) {
+      const int fd = ::dup(0);
+      if (fd < 0) return;
+      stdin_.emplace(ctx_, fd);
+    }
     stdin_->async_read_some(asio::buffer(stdin_buf_), [this](const error_code& ec, std::size_t) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {  // more input than the token: ignored, keep watching for the end
-        stdin_.reset();
-        watch_stdin_again();
+        watch_stdin();
         return;
       }
       give_up("the launcher went away (stdin closed)");
     });
   }
-  void watch_stdin_again() { watch_stdin(); }
 
   void send(nlohmann::json j) {
     outbox_.push_back({j.dump(), {}, {}});

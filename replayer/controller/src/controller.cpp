@@ -65,12 +65,9 @@ class Notifier {
 
 struct RunFailed {};
 
-class Controller;
-
 // One agent's control connection.
 struct Session : std::enable_shared_from_this<Session> {
-  Session(Controller& c, Ws ws, std::string peer) : ctl(c), ws(std::move(ws)), peer(std::move(peer)), wakeup(this->ws.get_executor()) {}
-  Controller& ctl;
+  Session(Ws ws, std::string peer) : ws(std::move(ws)), peer(std::move(peer)), wakeup(this->ws.get_executor()) {}
   Ws ws;
   std::string peer;
   asio::steady_timer wakeup;
@@ -160,7 +157,6 @@ class Controller {
   }
 
  private:
-  friend struct Session;
   using Clock = std::chrono::steady_clock;
 
   // ---- server ---------------------------------------------------------------
@@ -252,7 +248,7 @@ class Controller {
     ws.set_option(websocket::stream_base::timeout{std::chrono::seconds(5), std::chrono::nanoseconds(kHeartbeatTimeout), true});
     ws.read_message_max(std::uint64_t{1} << 31);
     if (auto [ec] = co_await ws.async_accept(req, kTuple); ec) co_return;
-    auto s = std::make_shared<Session>(*this, std::move(ws), std::move(peer));
+    auto s = std::make_shared<Session>(std::move(ws), std::move(peer));
     if (agent) {
       co_await agent_session(s);
     } else {
