@@ -18,6 +18,9 @@ packages=(
   python3-yaml
   # the real training jobs the capture is tested on (examples/)
   python3-torch python3-torchvision
+  # a second transport for the capture tests (examples/ps/train_zmq.py); setpriv
+  # runs the no-permission capture test as nobody
+  python3-zmq util-linux
 )
 
 missing=()

@@ -47,6 +47,7 @@ using tw::trace::Kind;
 // ---- the real functions -------------------------------------------------------
 
 struct Real {
+  int (*socket)(int, int, int);
   int (*connect)(int, const sockaddr*, socklen_t);
   int (*accept)(int, sockaddr*, socklen_t*);
   int (*accept4)(int, sockaddr*, socklen_t*, int);
@@ -80,6 +81,7 @@ void resolve_one(F& f, const char* name) {
 void resolve() {
   if (resolved.load(std::memory_order_acquire)) return;
   resolve_one(real.connect, "connect");
+  resolve_one(real.socket, "socket");
   resolve_one(real.accept, "accept");
   resolve_one(real.accept4, "accept4");
   resolve_one(real.close, "close");
@@ -128,6 +130,7 @@ struct Conn {
   std::atomic<std::uint64_t> received{0};
   std::atomic<std::int64_t> last_info{0};
   std::atomic<bool> announced{false};
+  std::atomic<std::uint8_t> how{3};  // 1 connect() seen (blocking or not), 2 accepted, 3 found in use
 };
 Conn conns[kMaxConn];
 std::atomic<std::uint32_t> next_conn{1};
@@ -471,7 +474,7 @@ Event make_event(Kind kind, Call call, int fd, std::uint32_t id, std::int64_t t0
 
 void record_io(Kind kind, Call call, int fd, std::uint32_t id, std::int64_t t0, std::int64_t t1, ssize_t r, int err,
                std::uint64_t requested, bool peek = false) {
-  announce(fd, id, 3);
+  announce(fd, id, conns[id].how.load(std::memory_order_relaxed));
   Event e = make_event(kind, call, fd, id, t0, t1, r, err, requested);
   if (peek) e.flags |= tw::trace::kFlagPeek;
   auto& counter = kind == Kind::send ? conns[id].sent : conns[id].received;
@@ -584,6 +587,9 @@ TW_EXPORT int connect(int fd, const sockaddr* a, socklen_t al) {
   resolve();
   const std::uint32_t id = conn_id(fd);
   if (id == 0) return real.connect(fd, a, al);
+  // A non-blocking connect is announced at its first data call; its stream
+  // still starts at the SYN this call sends.
+  conns[id].how.store(1, std::memory_order_relaxed);
   const std::int64_t t0 = now_ns();
   const int r = real.connect(fd, a, al);
   const int err = errno;
@@ -659,6 +665,19 @@ TW_EXPORT int close(int fd) {
   return r;
 }
 
+// A new socket may reuse the number of an fd closed behind our back (fclose()
+// closes inside libc): what was known about that number goes.
+TW_EXPORT int socket(int domain, int type, int protocol) {
+  resolve();
+  const int r = real.socket(domain, type, protocol);
+  if (r >= 0) {
+    const int err = errno;
+    forget(r);
+    errno = err;
+  }
+  return r;
+}
+
 TW_EXPORT int dup2(int a, int b) {
   resolve();
   const int r = real.dup2(a, b);
@@ -672,6 +691,29 @@ TW_EXPORT int dup3(int a, int b, int flags) {
   if (r >= 0) forget(b);
   return r;
 }
+
+// Framework annotations (python/tensorwire/annotate.py calls this through ctypes):
+// iteration boundaries, compute spans, DDP bucket readiness. Not a socket call:
+// it records one event and returns.
+TW_EXPORT void tensorwire_annotate(int type, int phase, long long value, unsigned aux, const char* name) {
+  resolve();
+  if (!enabled) return;
+  const int saved = errno;
+  tw::trace::MarkEvent e{};
+  e.kind = Kind::mark;
+  e.phase = static_cast<char>(phase);
+  e.type = static_cast<tw::trace::MarkType>(type);
+  e.aux = aux;
+  e.tid = tid();
+  e.at_ns = now_ns();
+  e.value = value;
+  if (name) std::strncpy(e.name, name, sizeof e.name - 1);
+  push(&e);
+  errno = saved;
+}
+
+// Whether the capture records (the annotation module asks before it does work).
+TW_EXPORT int tensorwire_capturing() { return enabled ? 1 : 0; }
 
 // A process that signals itself may be about to die of it (Python re-raises
 // SIGINT after a KeyboardInterrupt): what it traced is written first.

@@ -30,12 +30,16 @@ Nanos receipt(const std::vector<const trace::Event*>& recvs, std::uint64_t offse
 
 }  // namespace
 
-CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos gap) {
+CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos gap, const wire::WireIndex* wire) {
   CaptureAnalysis a;
   std::map<std::pair<std::size_t, std::uint32_t>, std::size_t> index;  // (process, conn id) -> connection
+  std::vector<std::optional<wire::WireIndex::Stream>> streams;  // the sent direction on the wire
   for (std::size_t p = 0; p < traces.size(); ++p) {
     for (const auto& c : traces[p].conns) {
       if (index.count({p, c.conn})) continue;
+      streams.push_back(wire && c.how != 3
+                            ? wire->stream(wire::flow_key(c.family, c.local, c.local_port, c.remote, c.remote_port), c.at_ns)
+                            : std::nullopt);
       Connection x;
       x.process = p;
       x.id = c.conn;
@@ -47,6 +51,12 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
       const bool store = mp != traces[p].env.end() &&
                          (mp->second == std::to_string(c.local_port) || mp->second == std::to_string(c.remote_port));
       x.role = store ? "store" : "data";
+      if (const auto& st = streams.back()) {
+        x.on_wire = true;
+        x.wire_bytes = st->bytes_seen();
+        x.retransmits = st->retransmits();
+        x.retransmitted_bytes = st->retransmitted_bytes();
+      }
       index[{p, c.conn}] = a.connections.size();
       a.connections.push_back(x);
     }
@@ -57,6 +67,14 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
       if (i == k) continue;
       const Connection &x = a.connections[i], &y = a.connections[k];
       if (x.local == y.remote && x.remote == y.local) a.connections[i].peer = k;
+    }
+  }
+  for (std::size_t p = 0; p < traces.size(); ++p) {
+    for (const auto& t : traces[p].tcp_info) {
+      if (const auto it = index.find({p, t.conn}); it != index.end()) {
+        auto& k = a.connections[it->second].kernel_retransmits;
+        k = std::max(k, t.total_retrans);
+      }
     }
   }
   // Per connection: send and receive calls in stream order.
@@ -100,6 +118,13 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
       m.end = s[k]->offset + static_cast<std::uint64_t>(s[k]->result);
       m.sent_app = s[k]->exit_ns;
       m.calls = static_cast<std::uint32_t>(k - i + 1);
+      if (const auto& st = streams[c]) {
+        const wire::WireTimes w = st->times(m.begin, m.end);
+        m.wire_first = w.wire_first;
+        m.wire_last = w.wire_last;
+        m.acked = w.acked;
+        m.retransmits = w.retransmits;
+      }
       if (const auto peer = a.connections[c].peer) {
         m.recv_first = receipt(recvs[*peer], m.begin);
         m.recv_last = receipt(recvs[*peer], m.end - 1);

@@ -73,6 +73,13 @@ ProcessTrace read_one(const fs::path& json_path) {
         t.tcp_info.push_back(e);
         break;
       }
+      case trace::Kind::mark: {
+        trace::MarkEvent e;
+        std::memcpy(&e, buf, 64);
+        e.name[sizeof e.name - 1] = 0;
+        t.marks.push_back(e);
+        break;
+      }
       case trace::Kind::send:
       case trace::Kind::recv:
       case trace::Kind::connect:
@@ -105,6 +112,40 @@ std::vector<ProcessTrace> read_capture_dir(const std::string& dir) {
   for (const auto& f : files) out.push_back(read_one(f));
   std::sort(out.begin(), out.end(), [](const ProcessTrace& a, const ProcessTrace& b) { return a.pid < b.pid; });
   return out;
+}
+
+WireCapture read_wire_capture(const std::string& dir) {
+  WireCapture w;
+  std::ifstream cf(dir + "/capture.json");
+  if (!cf) return w;
+  const nlohmann::json c = nlohmann::json::parse(cf, nullptr, false);
+  if (c.is_discarded() || !c.is_object()) throw std::runtime_error(dir + "/capture.json: not valid JSON");
+  const nlohmann::json wire = c.value("wire", nlohmann::json::object());
+  if (!wire.is_object()) {
+    w.mode = "off";
+    w.status = "no wire tap in this capture";
+    return w;
+  }
+  w.mode = wire.value("mode", "off");
+  w.status = wire.value("error", "");
+  w.dropped = wire.value("dropped", std::uint64_t{0});
+  if (w.mode == "off") w.status = "no wire tap in this capture (--wire off)";
+  if (!wire.contains("files") || !wire["files"].is_array()) {
+    if (w.status.empty()) w.status = "no wire tap in this capture";
+    return w;
+  }
+  std::uint32_t files = 0;
+  for (const auto& f : wire["files"]) {
+    const std::string path = dir + "/" + f.get<std::string>();
+    if (!fs::exists(path)) throw std::runtime_error(path + ": listed in capture.json but missing");
+    wire::PcapRead r = wire::read_pcap(path, files++);
+    w.frames += r.frames;
+    w.truncated = w.truncated || r.truncated;
+    w.index.add(std::move(r.segments));
+  }
+  for (const auto& i : wire.value("interfaces", nlohmann::json::array())) w.interfaces.push_back(i.get<std::string>());
+  w.index.finish();
+  return w;
 }
 
 }  // namespace tw

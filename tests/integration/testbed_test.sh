@@ -130,6 +130,77 @@ PY
 }
 check "--time-scale stretches the replay and scales the results back" time_scaled
 
+# The capture's wire tap inside a namespace host, sending to another over the
+# switch: the wire times carry the link's rate; when the switch's queue is too
+# short, the tap sees the retransmissions the sender's kernel counts.
+cat > rx.py <<'EOF'
+import socket, sys
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((sys.argv[1], int(sys.argv[2]))); l.listen(); open(sys.argv[3], "w").close()
+a, _ = l.accept(); n = 0
+while True:
+    d = a.recv(1 << 20)
+    if not d: break
+    n += len(d)
+a.close()
+print(n)
+EOF
+cat > tx.py <<'EOF'
+import socket, struct, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+c.sendall(b"x" * int(sys.argv[3]))
+c.shutdown(socket.SHUT_WR); c.recv(1)
+print(struct.unpack_from("I", c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104), 100)[0])  # total_retrans
+EOF
+capture_send() {  # OUT PORT BYTES: the receiver's count in OUT.rx, the kernel's retransmissions in OUT.tx
+  rm -f ready
+  ip netns exec $NAME-h1 timeout 60 $PY rx.py "$h1" "$2" ready > "$1.rx" &
+  local rx=$!
+  for _ in $(seq 100); do [ -e ready ] && break; sleep 0.05; done
+  ip netns exec $NAME-h0 "$TW" capture --out "$1" --quiet -- timeout 60 $PY tx.py "$h1" "$2" "$3" > "$1.tx" || return 1
+  wait $rx && "$TW" trace show "$1" --json > "$1.json"
+}
+wire_on_testbed() {
+  "$TW" testbed up --hosts 2 --name $NAME --rate 100mbit > /dev/null || return 1
+  h1=$("$TW" testbed status --name $NAME --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["host_list"][1]["address"])')
+  capture_send capa 7001 6000000 || return 1
+  $PY - capa <<'EOF' || return 1
+import json, sys
+out = sys.argv[1]
+assert int(open(out + ".rx").read()) == 6000000
+j = json.load(open(out + ".json"))
+c = [c for c in j["connections"] if c["bytes_sent"]][0]
+assert c["on_wire"] and c["wire_bytes"] == 6000000, c
+m = [m for m in j["messages"] if m["connection"] == j["connections"].index(c)]
+first, last = min(x["wire_first_ns"] for x in m), max(x["wire_last_ns"] for x in m)
+rate = 6000000 * 8 / ((last - first) / 1e9)
+# The tap is in the sender's namespace, before the switch's 100 Mb/s queue:
+# frames leave as fast as acknowledgements allow, which the shaped queue paces.
+assert 85e6 < rate < 115e6, rate
+print(f"{rate / 1e6:.1f} Mb/s on the wire")
+EOF
+  # A switch queue of 30 kB drops: the sender retransmits, and the tap sees it.
+  tc qdisc replace dev $NAME-v1 root tbf rate 100mbit burst 50000b limit 30000 || return 1
+  capture_send capb 7002 6000000 || return 1
+  $PY - capb <<'EOF'
+import json, sys
+out = sys.argv[1]
+assert int(open(out + ".rx").read()) == 6000000
+kernel = int(open(out + ".tx").read())
+j = json.load(open(out + ".json"))
+c = [c for c in j["connections"] if c["bytes_sent"]][0]
+assert c["wire_bytes"] == 6000000, c
+assert kernel > 0 and c["retransmits"] > 0 and c["retransmitted_bytes"] > 0, (kernel, c)
+# Every message still completes: its last byte was seen and acknowledged.
+assert all(m["wire_last_ns"] > 0 and m["acked_ns"] >= m["wire_last_ns"] for m in j["messages"])
+print(f"kernel {kernel} segments, wire {c['retransmits']} frames / {c['retransmitted_bytes']} bytes retransmitted")
+EOF
+  local rc=$?
+  "$TW" testbed down --name $NAME > /dev/null
+  return $rc
+}
+check "the wire tap in a testbed host: the link's rate in the wire times; retransmissions seen" wire_on_testbed
+
 bad_input() {
   local out
   out=$("$TW" testbed up --hosts 2 --name $NAME --pair 0-5:rate=1mbit 2>&1)

@@ -20,6 +20,7 @@ enum class Kind : std::uint8_t {
   shutdown = 6,  // shutdown(): how in `requested`
   conn = 7,      // a TCP connection's addresses, first seen (ConnEvent layout)
   tcp_info = 8,  // TCP_INFO at a send call (TcpInfoEvent layout)
+  mark = 9,      // a framework annotation (MarkEvent layout)
 };
 
 // Which call produced a send or recv event.
@@ -86,5 +87,28 @@ struct TcpInfoEvent {
   std::uint64_t bytes_acked;
 };
 static_assert(sizeof(TcpInfoEvent) == 64);
+
+// What an annotation marks (tensorwire_annotate's `type`).
+enum class MarkType : std::uint16_t {
+  iteration = 1,  // value: the iteration number
+  forward = 2,
+  backward = 3,
+  optimizer = 4,
+  bucket = 5,  // DDP gradient bucket: begin = ready (all-reduce starts), end = reduced; aux: index, value: bytes
+  span = 6,    // anything else the job names
+};
+
+struct MarkEvent {
+  Kind kind;  // mark
+  char phase;  // 'B' begin, 'E' end, 'I' instant
+  MarkType type;
+  std::uint32_t aux;
+  std::uint32_t tid;
+  std::uint32_t reserved;
+  std::int64_t at_ns;
+  std::int64_t value;
+  char name[32];  // NUL-padded; cut at 31 bytes
+};
+static_assert(sizeof(MarkEvent) == 64);
 
 }  // namespace tw::trace
