@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The capture's overhead: the real PyTorch DDP job (examples/ddp, 2 ranks, Gloo on
-# CPU) with and without the shim, runs interleaved; and the shim's cost per call.
+# CPU) without the capture, with the shim alone and with the wire tap, runs
+# interleaved; and the shim's cost per call.
 # Usage: bench/capture.sh BUILD_DIR > fragment.md
 set -euo pipefail
 build=$(realpath "$1")
@@ -32,47 +33,39 @@ PY
 
 echo "## Capture"
 echo
+# Three configurations in rotating order, so that order effects do not pose as overhead.
+configs=(plain shim tap)
+run_config() {  # CONFIG MODEL: prints the median iteration time
+  rm -rf "$work/l" "$work/c"
+  local job=($PY "$src/examples/ddp/launch.py" --nproc 2 --logs "$work/l" -- --model "$2" --iterations $ITERS)
+  case $1 in
+    plain) "${job[@]}" > /dev/null ;;
+    shim) "$tw" capture --out "$work/c" --wire off --quiet -- "${job[@]}" > /dev/null ;;
+    tap) "$tw" capture --out "$work/c" --wire auto --quiet -- "${job[@]}" > /dev/null ;;
+  esac
+  iteration_ms "$work/l"
+}
 for model in mlp resnet18; do
-  plain=() traced=()
-  run_plain() {
-    rm -rf "$work/p"
-    $PY "$src/examples/ddp/launch.py" --nproc 2 --logs "$work/p" -- --model $model --iterations $ITERS > /dev/null
-    plain+=("$(iteration_ms "$work/p")")
-  }
-  run_traced() {
-    rm -rf "$work/t" "$work/c"
-    "$tw" capture --out "$work/c" --quiet -- $PY "$src/examples/ddp/launch.py" --nproc 2 --logs "$work/t" -- --model $model --iterations $ITERS > /dev/null
-    traced+=("$(iteration_ms "$work/t")")
-  }
+  declare -A res=()
   for ((k = 0; k < REPS; k++)); do
-    # Alternate which goes first, so that order effects do not pose as overhead.
-    if ((k % 2 == 0)); then run_plain; run_traced; else run_traced; run_plain; fi
+    for ((i = 0; i < 3; i++)); do
+      c=${configs[$(((i + k) % 3))]}
+      res[$c]+="$(run_config "$c" $model) "
+    done
   done
-  p=$(median "${plain[@]}") t=$(median "${traced[@]}")
-  # Is the difference within the spread of either configuration's runs?
-  noisy+=("$(printf '%s\n' "${plain[@]}" "${traced[@]}" | awk -v p="$p" -v t="$t" -v n=${#plain[@]} '
-    NR <= n {a[NR] = $1} NR > n {b[NR - n] = $1}
-    END {lo = a[1]; hi = a[1]; for (i in a) {if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i]}
-         d = p - t; if (d < 0) d = -d; print (d < hi - lo) ? "yes" : "no"}')")
-  rows+=("| DDP $model, 2 ranks | $(spread "${plain[@]}") ms | $(spread "${traced[@]}") ms | $(/usr/bin/python3 -c "print(f'{($t/$p-1)*100:+.1f}%')") |")
+  p=$(median ${res[plain]}) s=$(median ${res[shim]}) t=$(median ${res[tap]})
+  pct() { /usr/bin/python3 -c "print(f'{($1/$2-1)*100:+.1f}%')"; }
+  rows+=("| DDP $model, 2 ranks | $(spread ${res[plain]}) ms | $(spread ${res[shim]}) ms ($(pct "$s" "$p")) | $(spread ${res[tap]}) ms ($(pct "$t" "$p")) |")
 done
 echo "The real DDP job of examples/ddp (Gloo on CPU, 2 ranks, batch 8, one thread"
-echo "each), median iteration time after 5 warm-up iterations of $ITERS, median of $REPS runs"
-echo "alternating with and without \`tensorwire capture\` (shim only: the wire tap is not"
-echo "built yet)."
+echo "each), median iteration time after 5 warm-up iterations of $ITERS; median (and range) of"
+echo "$REPS runs of each configuration in rotating order: without the capture, with"
+echo "\`tensorwire capture --wire off\` (the shim alone) and with \`--wire auto\` (shim and"
+echo "wire tap on every interface)."
 echo
-echo "| job | without | with the shim | difference of medians |"
+echo "| job | without | shim (difference of medians) | shim + wire tap |"
 echo "|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
-echo
-if [[ " ${noisy[*]} " != *" no "* ]]; then
-  echo "On this shared 2-core VM the runs without the shim spread wider than the difference"
-  echo "between the two medians: the shim's overhead is below what this machine can"
-  echo "resolve; the cost per call below bounds it."
-else
-  echo "For at least one job the difference between the medians exceeds the spread of the"
-  echo "runs without the shim: read it as the shim's overhead on this machine."
-fi
 echo
 sends=() writes=() tsends=() twrites=()
 for ((k = 0; k < REPS; k++)); do

@@ -6,12 +6,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <fstream>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <set>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
 #include "replay_options.hpp"
+#include "tensorwire/capture/chrome_trace.hpp"
 #include "tensorwire/capture/trace.hpp"
 #include "tensorwire/capture/wire_tap.hpp"
 #include "tensorwire/controller/control.hpp"
@@ -60,6 +66,16 @@ std::vector<std::string> tap_interfaces(const std::string& wire) {
   return out;
 }
 
+// python/ (the annotation module) in the source tree or the install, or TW_PYTHON_DIR.
+std::string python_dir() {
+  if (const char* p = std::getenv("TW_PYTHON_DIR")) return p;
+  const fs::path exe = fs::path(self_exe()).parent_path();
+  for (const fs::path& candidate : {exe / "../../python", exe / "../lib/tensorwire/python", exe / "../python"}) {
+    if (fs::exists(candidate / "tensorwire/annotate.py")) return fs::canonical(candidate).string();
+  }
+  return {};
+}
+
 int capture_command(const CaptureArgs& a) {
   if (a.command.empty()) throw std::invalid_argument("give the job to run after --, like: tensorwire capture --out DIR -- python3 train.py");
   const std::vector<std::string> ifaces = tap_interfaces(a.wire);
@@ -86,6 +102,10 @@ int capture_command(const CaptureArgs& a) {
 
   SpawnOptions so;
   so.env = {"LD_PRELOAD=" + preload, "TW_CAPTURE_DIR=" + dir};
+  if (const std::string py = python_dir(); !py.empty()) {  // import tensorwire.annotate
+    const char* old = std::getenv("PYTHONPATH");
+    so.env.push_back("PYTHONPATH=" + py + (old && *old ? std::string(":") + old : std::string()));
+  }
   so.die_with_parent = false;  // the job's life is its own
   const Nanos t0 = realtime_ns();
   ChildProcess job = ChildProcess::spawn(a.command, so);
@@ -161,6 +181,80 @@ nlohmann::json distribution(const std::vector<Nanos>& v) {
   return {{"count", v.size()}, {"p50_ns", pct(v, 0.5)}, {"p90_ns", pct(v, 0.9)}, {"p99_ns", pct(v, 0.99)}, {"max_ns", pct(v, 1.0)}};
 }
 
+// The job's annotations: compute spans per rank, and per DDP bucket its bytes, how
+// long its all-reduce took and the bytes its messages carried.
+void print_annotations(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& an) {
+  const auto dur = [](const std::vector<Nanos>& v) { return v.empty() ? std::string("-") : human_duration(pct(v, 0.5)); };
+  std::map<std::size_t, std::map<trace::MarkType, std::vector<Nanos>>> compute;
+  struct Bucket {
+    std::string name;
+    std::int64_t bytes = 0;
+    std::vector<Nanos> reduce;
+    std::uint64_t sent = 0;
+    std::set<std::int64_t> iterations;
+  };
+  // DDP rebuilds its buckets after the first iteration: a bucket is its index and contents.
+  std::map<std::tuple<std::size_t, std::uint32_t, std::string, std::int64_t>, Bucket> buckets;
+  for (const AnnotatedSpan& s : an.spans) {
+    if (s.end < 0) continue;
+    if (s.type == trace::MarkType::bucket) {
+      Bucket& b = buckets[{s.process, s.aux, s.name, s.value}];
+      b.name = s.name;
+      b.bytes = s.value;
+      b.reduce.push_back(s.end - s.begin);
+    } else if (s.end > s.begin) {
+      compute[s.process][s.type].push_back(s.end - s.begin);
+    }
+  }
+  for (const Message& m : an.messages) {
+    if (m.bucket_span < 0) continue;
+    const AnnotatedSpan& s = an.spans[static_cast<std::size_t>(m.bucket_span)];
+    Bucket& b = buckets[{s.process, s.aux, s.name, s.value}];
+    b.sent += m.end - m.begin;
+    b.iterations.insert(m.iteration);
+  }
+  TextTable t({"pid", "rank", "iterations", "iteration", "forward", "backward", "optimizer"});
+  for (const auto& [p, by] : compute) {
+    const auto get = [&](trace::MarkType k) {
+      const auto it = by.find(k);
+      return it == by.end() ? std::vector<Nanos>{} : it->second;
+    };
+    t.add({std::to_string(traces[p].pid), traces[p].rank_text().empty() ? "-" : traces[p].rank_text(),
+           std::to_string(get(trace::MarkType::iteration).size()), dur(get(trace::MarkType::iteration)),
+           dur(get(trace::MarkType::forward)), dur(get(trace::MarkType::backward)), dur(get(trace::MarkType::optimizer))});
+  }
+  fmt::print("\nannotated compute, p50:\n{}", t.str());
+  if (buckets.empty()) return;
+  TextTable b({"pid", "bucket", "first tensor", "bytes", "iterations", "ready to reduced p50", "sent per iteration"});
+  for (const auto& [key, x] : buckets) {
+    const std::size_t n = std::max<std::size_t>(1, x.iterations.size());
+    b.add({std::to_string(traces[std::get<0>(key)].pid), std::to_string(std::get<1>(key)), x.name, human_bytes(static_cast<std::uint64_t>(x.bytes)),
+           std::to_string(x.reduce.size()), dur(x.reduce), human_bytes(x.sent / n)});
+  }
+  fmt::print("\nDDP gradient buckets (a message belongs to the earliest-ready bucket not yet reduced):\n{}", b.str());
+}
+
+// Imported profiler ops: where each process spent its compute, top ops first.
+void print_ops(const std::vector<ImportedOp>& ops) {
+  std::map<int, std::map<std::string, std::pair<Nanos, std::size_t>>> by;  // pid -> name -> (total, count)
+  for (const auto& op : ops) {
+    auto& x = by[op.pid][op.name];
+    x.first += op.end - op.begin;
+    ++x.second;
+  }
+  TextTable t({"pid", "op", "calls", "total", "mean"});
+  for (const auto& [pid, names] : by) {
+    std::vector<std::pair<std::string, std::pair<Nanos, std::size_t>>> v(names.begin(), names.end());
+    std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.second.first > y.second.first; });
+    for (std::size_t i = 0; i < v.size() && i < 8; ++i) {
+      const auto& [name, tc] = v[i];
+      t.add({std::to_string(pid), name.size() > 40 ? name.substr(0, 37) + "..." : name, std::to_string(tc.second), human_duration(tc.first),
+             human_duration(tc.first / static_cast<Nanos>(tc.second))});
+    }
+  }
+  fmt::print("\nimported ops (trace import), top 8 per process by total time (nested ops count in their parents too):\n{}", t.str());
+}
+
 int show_command(const ShowArgs& a) {
   const auto traces = read_capture_dir(a.dir);
   if (traces.empty()) throw std::runtime_error(a.dir + ": no traces (trace-PID.json) in it");
@@ -202,9 +296,16 @@ int show_command(const ShowArgs& a) {
       ms.push_back({{"connection", m.connection}, {"begin", m.begin},          {"end", m.end},
                     {"calls", m.calls},           {"ready_ns", m.ready},       {"sent_app_ns", m.sent_app},
                     {"wire_first_ns", m.wire_first}, {"wire_last_ns", m.wire_last}, {"acked_ns", m.acked},
-                    {"retransmits", m.retransmits}, {"recv_first_ns", m.recv_first}, {"recv_last_ns", m.recv_last}});
+                    {"retransmits", m.retransmits}, {"recv_first_ns", m.recv_first}, {"recv_last_ns", m.recv_last},
+                    {"iteration", m.iteration}, {"bucket_span", m.bucket_span}});
     }
     j["messages"] = std::move(ms);
+    nlohmann::json sp = nlohmann::json::array();
+    for (const AnnotatedSpan& x : an.spans) {
+      sp.push_back({{"pid", traces[x.process].pid}, {"type", mark_type_name(x.type)}, {"name", x.name}, {"value", x.value},
+                    {"index", x.aux}, {"begin_ns", x.begin}, {"end_ns", x.end}});
+    }
+    j["spans"] = std::move(sp);
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -246,12 +347,66 @@ int show_command(const ShowArgs& a) {
              "peer reading the last byte. retrans: frames that carried bytes again on the wire / the kernel's\n"
              "count of retransmitted segments (TCP_INFO, last snapshot; it includes copies dropped before the wire).\n",
              human_duration(static_cast<Nanos>(a.gap_us * 1e3)));
+  if (!an.spans.empty()) print_annotations(traces, an);
+  if (const auto ops = read_imported_ops(a.dir); !ops.empty()) print_ops(ops);
   if (!wire.present()) {
     fmt::print("wire tap: {}; queued, wire and ack times are not known.\n", wire.status.empty() ? "none" : wire.status);
   } else {
     fmt::print("wire tap on {}: {} frames, {} lost in the kernel{}{}\n", fmt::join(wire.interfaces, ","), wire.frames, wire.dropped,
                wire.truncated ? "; a file was cut short" : "", wire.status.empty() ? "" : "; " + wire.status);
   }
+  return 0;
+}
+
+struct ImportArgs {
+  std::string dir, file, name;
+  int pid = 0;
+  std::int64_t start_ns = 0;
+};
+
+int import_command(const ImportArgs& a) {
+  const auto traces = read_capture_dir(a.dir);
+  if (traces.empty()) throw std::runtime_error(a.dir + ": no traces (trace-PID.json) in it");
+  Nanos begin = 0, end = 0;
+  if (std::ifstream cf(a.dir + "/capture.json"); cf) {
+    const nlohmann::json c = nlohmann::json::parse(cf, nullptr, false);
+    if (c.is_object()) {
+      begin = c.value("started_ns", Nanos{0});
+      end = c.value("ended_ns", Nanos{0});
+    }
+  }
+  ImportOptions o;
+  if (a.pid) {
+    if (std::none_of(traces.begin(), traces.end(), [&](const ProcessTrace& t) { return t.pid == a.pid; })) {
+      throw std::invalid_argument("--pid " + std::to_string(a.pid) + ": no such process in " + a.dir);
+    }
+    o.pid = a.pid;
+  }
+  if (a.start_ns) o.start_ns = a.start_ns;
+  const auto ops = import_chrome_trace(a.file, o, traces, begin, end);
+  std::string name = a.name.empty() ? fs::path(a.file).stem().string() : a.name;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  }
+  write_imported_ops(a.dir, name, fs::absolute(a.file).string(), ops);
+  fmt::print(stderr, "tensorwire trace import: {} ops from {} into {}/ops-{}.json\n", ops.size(), a.file, a.dir, name);
+  return 0;
+}
+
+struct ExportArgs {
+  std::string dir, out;
+  double gap_us = 100;
+};
+
+int export_command(const ExportArgs& a) {
+  const auto traces = read_capture_dir(a.dir);
+  if (traces.empty()) throw std::runtime_error(a.dir + ": no traces (trace-PID.json) in it");
+  const WireCapture wire = read_wire_capture(a.dir);
+  const CaptureAnalysis an = analyse_capture(traces, static_cast<Nanos>(a.gap_us * 1e3), wire.present() ? &wire.index : nullptr);
+  const nlohmann::json j = export_chrome_trace(traces, an, read_imported_ops(a.dir));
+  write_file_atomic(a.out, j.dump() + "\n");
+  fmt::print(stderr, "tensorwire trace export: {} events in {} (open it in ui.perfetto.dev or chrome://tracing)\n",
+             j["traceEvents"].size(), a.out);
   return 0;
 }
 
@@ -281,6 +436,28 @@ void add_capture_commands(CLI::App& app, Action& action) {
   show->add_flag("--json", s->json, "Machine-readable output");
   show->add_option("--gap-us", s->gap_us, "Send calls closer than this belong to one message")->capture_default_str();
   show->callback([&action, s] { action = [s] { return show_command(*s); }; });
+
+  auto im = std::make_shared<ImportArgs>();
+  CLI::App* imp = t->add_subcommand("import", "Attach a profiler's Chrome-trace JSON (PyTorch, TensorFlow, Horovod) to a capture");
+  imp->footer(
+      "  tensorwire trace import DIR profile.json [--pid PID] [--start-ns NS]\n"
+      "Complete (X) and begin/end (B/E) events become ops on the capture's clock, in DIR/ops-NAME.json.\n"
+      "Timestamps in microseconds since the epoch are used as they are; relative ones (PyTorch 1.13's\n"
+      "legacy profiler) need --start-ns, the profile's time 0 on CLOCK_REALTIME (time.time_ns()).\n"
+      "Ops go to the process whose pid the event names, or all to --pid.");
+  imp->add_option("dir", im->dir, "Capture directory")->required();
+  imp->add_option("file", im->file, "Chrome-trace JSON file")->required();
+  imp->add_option("--pid", im->pid, "The captured process the ops belong to");
+  imp->add_option("--start-ns", im->start_ns, "CLOCK_REALTIME nanoseconds of the profile's time 0 (relative timestamps)");
+  imp->add_option("--name", im->name, "Name of the import (default: the file's name)");
+  imp->callback([&action, im] { action = [im] { return import_command(*im); }; });
+
+  auto ex = std::make_shared<ExportArgs>();
+  CLI::App* exp = t->add_subcommand("export", "Write a capture as Chrome-trace JSON for Perfetto: messages, annotations, imported ops");
+  exp->add_option("dir", ex->dir, "Capture directory")->required();
+  exp->add_option("-o,--out", ex->out, "Output JSON file")->required();
+  exp->add_option("--gap-us", ex->gap_us, "Send calls closer than this belong to one message")->capture_default_str();
+  exp->callback([&action, ex] { action = [ex] { return export_command(*ex); }; });
 }
 
 }  // namespace tw::cli

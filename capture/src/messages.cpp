@@ -28,7 +28,78 @@ Nanos receipt(const std::vector<const trace::Event*>& recvs, std::uint64_t offse
   return offset < e->offset + static_cast<std::uint64_t>(e->result) ? e->exit_ns : -1;
 }
 
+// Messages get the iteration whose span holds their `ready` on the sending
+// process, and the bucket being reduced then: collectives on a process group run
+// in the order they were issued, so it is the earliest-ready bucket not yet
+// reduced.
+void attribute_to_spans(CaptureAnalysis& a, const std::vector<ProcessTrace>& traces) {
+  a.spans = annotated_spans(traces);
+  if (a.spans.empty()) return;
+  std::vector<std::vector<std::size_t>> by_process(traces.size());  // span indices, by begin
+  for (std::size_t i = 0; i < a.spans.size(); ++i) by_process[a.spans[i].process].push_back(i);
+  constexpr std::size_t kLookBack = 4096;  // spans scanned back from a message
+  for (Message& m : a.messages) {
+    const Connection& c = a.connections[m.connection];
+    const auto& idx = by_process[c.process];
+    auto it = std::upper_bound(idx.begin(), idx.end(), m.ready, [&](Nanos t, std::size_t i) { return t < a.spans[i].begin; });
+    for (std::size_t n = 0; it != idx.begin() && n < kLookBack; ++n) {
+      const AnnotatedSpan& s = a.spans[*--it];
+      const bool open = s.end < 0 || m.ready <= s.end;
+      if (s.type == trace::MarkType::bucket && open && c.role == "data") {
+        m.bucket_span = static_cast<std::int64_t>(*it);  // scanning back: the earliest still open wins
+      }
+      if (s.type == trace::MarkType::iteration) {  // buckets do not outlive their iteration's start
+        if (open) m.iteration = s.value;
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
+
+bool continues(const trace::Event& prev, const trace::Event& next, Nanos gap) {
+  if (static_cast<std::uint64_t>(prev.result) < prev.requested) return true;  // the rest of a partial write
+  return static_cast<std::uint64_t>(prev.result) < kSmallCall && next.enter_ns - prev.exit_ns <= gap;
+}
+
+const char* mark_type_name(trace::MarkType t) {
+  switch (t) {
+    case trace::MarkType::iteration: return "iteration";
+    case trace::MarkType::forward: return "forward";
+    case trace::MarkType::backward: return "backward";
+    case trace::MarkType::optimizer: return "optimizer";
+    case trace::MarkType::bucket: return "bucket";
+    case trace::MarkType::span: return "span";
+  }
+  return "span";
+}
+
+std::vector<AnnotatedSpan> annotated_spans(const std::vector<ProcessTrace>& traces) {
+  std::vector<AnnotatedSpan> out;
+  for (std::size_t p = 0; p < traces.size(); ++p) {
+    std::vector<trace::MarkEvent> marks = traces[p].marks;
+    std::stable_sort(marks.begin(), marks.end(), [](const auto& a, const auto& b) { return a.at_ns < b.at_ns; });
+    std::map<std::tuple<int, std::uint32_t, std::string>, std::vector<std::size_t>> open;  // -> indices into out
+    const std::size_t first = out.size();
+    for (const auto& m : marks) {
+      const bool bucket = m.type == trace::MarkType::bucket;
+      const auto key = std::make_tuple(static_cast<int>(m.type), bucket ? m.aux : m.tid, bucket ? std::string() : std::string(m.name));
+      if (m.phase == 'E') {
+        auto it = open.find(key);
+        if (it == open.end() || it->second.empty()) continue;  // an end without its begin
+        out[it->second.back()].end = m.at_ns;
+        it->second.pop_back();
+        continue;
+      }
+      if (m.phase != 'I') open[key].push_back(out.size());
+      out.push_back({p, m.type, m.name, m.value, m.aux, m.at_ns, m.phase == 'I' ? m.at_ns : Nanos{-1}});
+    }
+    std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                     [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  }
+  return out;
+}
 
 CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos gap, const wire::WireIndex* wire) {
   CaptureAnalysis a;
@@ -114,7 +185,7 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
       m.begin = s[i]->offset;
       m.ready = s[i]->enter_ns;
       std::size_t k = i;
-      while (k + 1 < s.size() && s[k + 1]->enter_ns - s[k]->exit_ns <= gap) ++k;
+      while (k + 1 < s.size() && continues(*s[k], *s[k + 1], gap)) ++k;
       m.end = s[k]->offset + static_cast<std::uint64_t>(s[k]->result);
       m.sent_app = s[k]->exit_ns;
       m.calls = static_cast<std::uint32_t>(k - i + 1);
@@ -133,6 +204,7 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
       i = k + 1;
     }
   }
+  attribute_to_spans(a, traces);
   return a;
 }
 

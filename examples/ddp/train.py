@@ -45,7 +45,13 @@ def main():
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--log", required=True)
+    ap.add_argument("--annotate", action="store_true",
+                    help="mark iterations, compute spans and gradient buckets for tensorwire capture (python/tensorwire)")
+    ap.add_argument("--profile", help="write PyTorch's profiler trace (Chrome JSON) of rank 0 here")
     a = ap.parse_args()
+    twa = None
+    if a.annotate:
+        import tensorwire.annotate as twa  # on PYTHONPATH under tensorwire capture
 
     torch.set_num_threads(1)  # deterministic, and two cores go round
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -53,23 +59,46 @@ def main():
     torch.manual_seed(0)  # the same initial weights everywhere (DDP broadcasts them too)
     model, shape, classes = build(a.model)
     ddp = DDP(model)
+    if twa:
+        twa.ddp_buckets(ddp, model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(1000 + rank)  # each rank its own data
     grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    prof = None
+    if a.profile and rank == 0:
+        from torch.profiler import ProfilerActivity, profile
+        prof = profile(activities=[ProfilerActivity.CPU])
     with open(a.log, "w") as log:
         log.write(json.dumps({"rank": rank, "world_size": world, "model": a.model, "gradient_bytes": grad_bytes}) + "\n")
+        if prof:
+            # torch 1.13's profiler writes timestamps relative to its start: note when that was.
+            log.write(json.dumps({"rank": rank, "profile": a.profile, "profile_start_ns": time.time_ns()}) + "\n")
+            prof.__enter__()
         for it in range(a.iterations):
             x = torch.randn((a.batch,) + shape, generator=gen)
             y = torch.randint(0, classes, (a.batch,), generator=gen)
             start = time.time_ns()
-            opt.zero_grad()
-            loss = loss_fn(ddp(x), y)
-            loss.backward()  # DDP all-reduces the gradient buckets here
-            opt.step()
+            if twa:
+                with twa.iteration(it):
+                    opt.zero_grad()
+                    with twa.forward():
+                        loss = loss_fn(ddp(x), y)
+                    with twa.backward():
+                        loss.backward()
+                    with twa.optimizer():
+                        opt.step()
+            else:
+                opt.zero_grad()
+                loss = loss_fn(ddp(x), y)
+                loss.backward()  # DDP all-reduces the gradient buckets here
+                opt.step()
             end = time.time_ns()
             log.write(json.dumps({"rank": rank, "iteration": it, "start_ns": start, "end_ns": end, "loss": loss.item()}) + "\n")
             log.flush()
+    if prof:
+        prof.__exit__(None, None, None)
+        prof.export_chrome_trace(a.profile)
     dist.barrier()
     dist.destroy_process_group()
 

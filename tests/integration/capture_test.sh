@@ -230,6 +230,92 @@ bad_wire() {
 }
 check "bad, cut or missing wire files: one clear line, or the cut counted" bad_wire
 
+# Annotations (python/tensorwire/annotate.py, no compiled extension): iterations,
+# compute spans and DDP gradient buckets on the capture's clock; each bucket's
+# all-reduce messages are found and carry exactly its share of the bytes.
+annotated() {
+  "$TW" capture --out capa --quiet -- $PY "$LAUNCH" --nproc 2 --logs ta -- --model resnet18 --iterations 3 --annotate || return 1
+  "$TW" trace show capa --json > capa.json && complete capa.json || return 1
+  "$TW" trace show capa | grep -q 'DDP gradient buckets' || return 1
+  $PY - capa.json ta <<'PY' || return 1
+import collections, sys
+from twcheck import load
+j, logs, pid_rank = load(*sys.argv[1:3])
+n = len(logs)
+grad = logs[0][0]["gradient_bytes"]
+spans = collections.defaultdict(list)
+for s in j["spans"]:
+    spans[(pid_rank[s["pid"]], s["type"])].append(s)
+buckets_seen = 0
+for rank, lines in logs.items():
+    its = spans[(rank, "iteration")]
+    assert [s["value"] for s in its] == [l["iteration"] for l in lines[1:]], its
+    for s, l in zip(its, lines[1:]):
+        # The marks sit inside the job's own timing of the iteration.
+        assert l["start_ns"] <= s["begin_ns"] < s["end_ns"] <= l["end_ns"], (s, l)
+        for kind in ("forward", "backward", "optimizer"):
+            inner = [x for x in spans[(rank, kind)] if s["begin_ns"] <= x["begin_ns"] <= x["end_ns"] <= s["end_ns"]]
+            assert len(inner) == 1, (rank, kind, s)
+        b = [x for x in spans[(rank, "bucket")] if s["begin_ns"] <= x["begin_ns"] <= s["end_ns"]]
+        assert sum(x["value"] for x in b) == grad, (rank, s["value"], [x["value"] for x in b], grad)
+        for x in b:
+            assert x["begin_ns"] < x["end_ns"] <= s["end_ns"], x
+    for i, x in enumerate(j["spans"]):
+        if x["type"] != "bucket" or pid_rank[x["pid"]] != rank:
+            continue
+        sent = sum(m["end"] - m["begin"] for m in j["messages"] if m["bucket_span"] == i)
+        expect = 2 * (n - 1) / n * x["value"]
+        assert abs(sent - expect) <= 0.01 * expect, (rank, x, sent, expect)
+        buckets_seen += 1
+assert buckets_seen >= 2 * n * len(logs[0][1:]), buckets_seen  # ResNet-18: several buckets an iteration
+print(buckets_seen, "bucket all-reduces matched")
+PY
+  # Without the capture the module does nothing and the job runs as before.
+  PYTHONPATH="$SRC/python" $PY "$LAUNCH" --nproc 2 --logs tplain -- --model resnet18 --iterations 3 --annotate || return 1
+  [ "$(losses ta)" = "$(losses tplain)" ] || { diff <(losses ta) <(losses tplain); return 1; }
+  PYTHONPATH="$SRC/python" $PY -c 'import tensorwire.annotate as t; assert not t.enabled(); t.mark("x")
+with t.iteration(1): pass'
+}
+check "annotations: iterations, compute spans and DDP buckets; each bucket's messages carry its bytes" annotated
+
+# A profiler's Chrome trace (PyTorch's own, of rank 0) imported onto the
+# capture's clock: its matrix multiplies fall inside rank 0's annotated
+# iterations; the export is Chrome-trace JSON with messages, spans and ops.
+profiler_import() {
+  "$TW" capture --out capp --quiet -- $PY "$LAUNCH" --nproc 2 --logs tp -- --model mlp --iterations 3 --annotate --profile "$PWD/prof.json" || return 1
+  local start pid out
+  start=$($PY -c 'import json; print([json.loads(l) for l in open("tp/rank-0.jsonl")][1]["profile_start_ns"])')
+  pid=$("$TW" trace show capp --json | $PY -c 'import json,sys; print([p["pid"] for p in json.load(sys.stdin)["processes"] if p["rank"] == "rank 0"][0])')
+  out=$("$TW" trace import capp prof.json --pid "$pid" 2>&1)
+  [ $? -eq 1 ] && echo "$out" | grep -q 'prof.json: its timestamps are relative .*give --start-ns' || { echo "$out"; return 1; }
+  out=$("$TW" trace import capp prof.json 2>&1 --start-ns "$start")
+  [ $? -eq 1 ] && echo "$out" | grep -q 'process "CPU functions" is not one of the capture.s; give --pid' || { echo "$out"; return 1; }
+  out=$("$TW" trace import capp prof.json --pid "$pid" --start-ns 1000 2>&1)
+  [ $? -eq 1 ] && echo "$out" | grep -q 'fall outside the capture' || { echo "$out"; return 1; }
+  "$TW" trace import capp prof.json --pid "$pid" --start-ns "$start" || return 1
+  "$TW" trace show capp | grep -q 'aten::mm' || return 1
+  "$TW" trace show capp --json > capp.json && "$TW" trace export capp -o capp-export.json || return 1
+  $PY - "$pid" <<'PY'
+import json, sys
+pid = int(sys.argv[1])
+ops = json.load(open("capp/ops-prof.json"))["ops"]
+its = [s for s in json.load(open("capp.json"))["spans"] if s["pid"] == pid and s["type"] == "iteration"]
+mm = [o for o in ops if o["name"] in ("aten::mm", "aten::addmm")]
+assert len(its) == 3 and len(mm) >= 9, (len(its), len(mm))
+inside = [o for o in mm if any(s["begin_ns"] <= o["begin_ns"] <= o["end_ns"] <= s["end_ns"] for s in its)]
+assert len(inside) == len(mm), (len(inside), len(mm))
+e = json.load(open("capp-export.json"))["traceEvents"]
+x = [v for v in e if v["ph"] == "X"]
+assert all(isinstance(v["ts"], (int, float)) and v["dur"] >= 0 for v in x)
+cats = {v["cat"] for v in x}
+assert {"data", "iteration", "bucket", "forward"} <= cats, cats
+assert sum(1 for v in x if v["name"] == "aten::mm") == sum(1 for o in ops if o["name"] == "aten::mm")
+assert any("wire_us" in v.get("args", {}) for v in x if v["cat"] == "data")
+print(len(mm), "matrix multiplies inside the iterations;", len(e), "events exported")
+PY
+}
+check "a PyTorch profiler trace imported onto the capture's clock; Chrome-trace export" profiler_import
+
 # errno and results: the same with and without the shim.
 cat > errno.py <<'PY'
 import errno, os, socket

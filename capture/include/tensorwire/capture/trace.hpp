@@ -59,8 +59,14 @@ struct Connection {
   std::uint32_t kernel_retransmits = 0;
 };
 
-// A logical message: consecutive send calls on one connection with less than
-// `gap` between one call's return and the next call (docs/trace-format.md).
+// A logical message: a run of send calls on one connection. The next call
+// continues the message when the previous one wrote only part of what it was
+// asked (the rest follows), or when the previous one was small (a header, a
+// framework's request fields) and the next began within `gap` of its return. A
+// complete write of kSmallCall bytes or more ends a message (docs/trace-format.md).
+inline constexpr std::uint64_t kSmallCall = 16 * 1024;
+bool continues(const trace::Event& prev, const trace::Event& next, Nanos gap);
+
 struct Message {
   std::size_t connection = 0;
   std::uint64_t begin = 0, end = 0;  // stream offsets
@@ -72,12 +78,33 @@ struct Message {
   // segment with its last byte first seen, the ACK covering its last byte seen.
   Nanos wire_first = -1, wire_last = -1, acked = -1;
   std::uint32_t retransmits = 0;
+  // From the job's annotations (-1 without): the sending process's iteration
+  // whose span holds `ready`, and the DDP bucket being reduced then (index into
+  // CaptureAnalysis::spans).
+  std::int64_t iteration = -1;
+  std::int64_t bucket_span = -1;
+};
+
+// A span the job annotated (python/tensorwire/annotate.py), begin and end paired.
+struct AnnotatedSpan {
+  std::size_t process = 0;
+  trace::MarkType type = trace::MarkType::span;
+  std::string name;
+  std::int64_t value = 0;  // iteration: its number; bucket: bytes
+  std::uint32_t aux = 0;   // bucket: index
+  Nanos begin = 0, end = -1;  // end -1: never closed; an instant has end == begin
 };
 
 struct CaptureAnalysis {
   std::vector<Connection> connections;
   std::vector<Message> messages;  // by connection, in stream order
+  std::vector<AnnotatedSpan> spans;  // by process, then begin
 };
+
+// Pairs each process's annotation marks into spans (by type, thread and name;
+// buckets by index, as a bucket's end comes from another thread).
+std::vector<AnnotatedSpan> annotated_spans(const std::vector<ProcessTrace>& traces);
+const char* mark_type_name(trace::MarkType t);
 
 // The wire tap's part of a capture directory: capture.json's "wire" block and the
 // wire-*.pcap files.

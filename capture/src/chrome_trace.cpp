@@ -1,0 +1,201 @@
+#include "tensorwire/capture/chrome_trace.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "tensorwire/core/profile_io.hpp"
+
+namespace tw {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Microseconds since the epoch are above this (2001); smaller values are relative.
+constexpr double kEpochMicros = 1e15;
+
+std::string text_of(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<long long>());
+  return v.is_null() ? std::string() : v.dump();
+}
+
+}  // namespace
+
+std::vector<ImportedOp> import_chrome_trace(const std::string& path, const ImportOptions& o, const std::vector<ProcessTrace>& traces,
+                                            Nanos capture_begin, Nanos capture_end) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw std::runtime_error(path + ": not JSON");
+  const nlohmann::json* events = &j;
+  if (j.is_object()) {
+    if (!j.contains("traceEvents") || !j["traceEvents"].is_array()) throw std::runtime_error(path + ": no traceEvents array");
+    events = &j["traceEvents"];
+  } else if (!j.is_array()) {
+    throw std::runtime_error(path + ": not a Chrome trace (an object with traceEvents, or an array of events)");
+  }
+  double base_ns = 0;  // newer PyTorch profilers: ts relative to baseTimeNanoseconds
+  if (j.is_object() && j.contains("baseTimeNanoseconds") && j["baseTimeNanoseconds"].is_number()) base_ns = j["baseTimeNanoseconds"].get<double>();
+
+  std::vector<ImportedOp> ops;
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, double>>> open;  // (pid, tid) -> B stack
+  double min_ts = INFINITY;
+  struct Raw {
+    std::string pid, tid, name, cat;
+    double ts, dur;
+  };
+  std::vector<Raw> raw;
+  std::size_t index = 0;
+  for (const auto& e : *events) {
+    ++index;
+    if (!e.is_object() || !e.contains("ph") || !e["ph"].is_string()) continue;
+    const std::string ph = e["ph"].get<std::string>();
+    if (ph != "X" && ph != "B" && ph != "E") continue;
+    if (!e.contains("ts") || !e["ts"].is_number()) throw std::runtime_error(path + ": event " + std::to_string(index) + ": no numeric ts");
+    const double ts = e["ts"].get<double>();
+    const std::string pid = text_of(e.value("pid", nlohmann::json())), tid = text_of(e.value("tid", nlohmann::json()));
+    const std::string name = e.value("name", std::string("?"));
+    const std::string cat = e.contains("cat") ? text_of(e["cat"]) : std::string();
+    if (ph == "X") {
+      const double dur = e.contains("dur") && e["dur"].is_number() ? e["dur"].get<double>() : 0;
+      raw.push_back({pid, tid, name, cat, ts, std::max(0.0, dur)});
+    } else if (ph == "B") {
+      open[{pid, tid}].push_back({name, ts});
+      continue;
+    } else {
+      auto& st = open[{pid, tid}];
+      if (st.empty()) continue;
+      raw.push_back({pid, tid, st.back().first, cat, st.back().second, std::max(0.0, ts - st.back().second)});
+      st.pop_back();
+    }
+    min_ts = std::min(min_ts, ts);
+  }
+  if (raw.empty()) throw std::runtime_error(path + ": no complete (X) or begin/end (B/E) events");
+  Nanos offset = 0;
+  if (base_ns > 0) {
+    offset = static_cast<Nanos>(base_ns);
+  } else if (min_ts < kEpochMicros) {
+    if (!o.start_ns) {
+      throw std::runtime_error(path + ": its timestamps are relative (the first at " + std::to_string(min_ts) +
+                               " us); give --start-ns, the profile's time 0 on CLOCK_REALTIME");
+    }
+    offset = *o.start_ns;
+  }
+  std::map<std::string, int> pids;
+  for (const auto& t : traces) pids[std::to_string(t.pid)] = t.pid;
+  for (const Raw& r : raw) {
+    ImportedOp op;
+    if (o.pid) {
+      op.pid = *o.pid;
+    } else if (const auto it = pids.find(r.pid); it != pids.end()) {
+      op.pid = it->second;
+    } else {
+      throw std::runtime_error(path + ": process \"" + r.pid + "\" is not one of the capture's; give --pid");
+    }
+    op.thread = r.tid;
+    op.name = r.name;
+    op.category = r.cat;
+    op.begin = offset + static_cast<Nanos>(std::llround(r.ts * 1e3));
+    op.end = op.begin + static_cast<Nanos>(std::llround(r.dur * 1e3));
+    ops.push_back(std::move(op));
+  }
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  // A wrong clock puts everything outside the job's life: say so instead of drawing it.
+  if (capture_end > capture_begin && (ops.back().end < capture_begin - kSecond || ops.front().begin > capture_end + kSecond)) {
+    throw std::runtime_error(path + ": its ops fall outside the capture (" + human_duration(std::abs(ops.front().begin - capture_begin)) +
+                             " away); check --start-ns");
+  }
+  return ops;
+}
+
+void write_imported_ops(const std::string& dir, const std::string& name, const std::string& source, const std::vector<ImportedOp>& ops) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& op : ops) {
+    a.push_back({{"pid", op.pid}, {"thread", op.thread}, {"name", op.name}, {"category", op.category}, {"begin_ns", op.begin}, {"end_ns", op.end}});
+  }
+  const nlohmann::json j = {{"format", "tensorwire-ops"}, {"version", 1}, {"source", source}, {"ops", a}};
+  write_file_atomic(dir + "/ops-" + name + ".json", j.dump() + "\n");
+}
+
+std::vector<ImportedOp> read_imported_ops(const std::string& dir) {
+  std::vector<ImportedOp> ops;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("ops-", 0) == 0 && e.path().extension() == ".json") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("ops") || !j["ops"].is_array()) {
+      throw std::runtime_error(f.string() + ": not an imported-ops file");
+    }
+    for (const auto& x : j["ops"]) {
+      ops.push_back({x.value("pid", 0), x.value("thread", ""), x.value("name", ""), x.value("category", ""), x.value("begin_ns", Nanos{0}),
+                     x.value("end_ns", Nanos{0})});
+    }
+  }
+  return ops;
+}
+
+nlohmann::json export_chrome_trace(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& an, const std::vector<ImportedOp>& ops) {
+  nlohmann::json ev = nlohmann::json::array();
+  const auto us = [](Nanos t) { return static_cast<double>(t) / 1e3; };
+  for (const auto& t : traces) {
+    const std::string label = t.rank_text().empty() ? "pid " + std::to_string(t.pid) : t.rank_text() + " (pid " + std::to_string(t.pid) + ")";
+    ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", t.pid}, {"args", {{"name", label}}}});
+  }
+  // Tracks: 1 annotations, 2.. imported threads, 1000+ connections.
+  for (const AnnotatedSpan& s : an.spans) {
+    const int pid = traces[s.process].pid;
+    const Nanos end = s.end < 0 ? s.begin : s.end;
+    std::string name = s.type == trace::MarkType::iteration ? "iteration " + std::to_string(s.value)
+                       : s.type == trace::MarkType::bucket  ? "bucket " + std::to_string(s.aux) + " " + s.name
+                       : s.type == trace::MarkType::span    ? s.name
+                                                            : mark_type_name(s.type);
+    const int tid = s.type == trace::MarkType::bucket ? 2 : 1;
+    ev.push_back({{"ph", "X"}, {"name", name}, {"cat", mark_type_name(s.type)}, {"pid", pid}, {"tid", tid},
+                  {"ts", us(s.begin)}, {"dur", us(end - s.begin)}, {"args", {{"value", s.value}}}});
+  }
+  std::map<std::pair<int, std::string>, int> threads;
+  for (const auto& op : ops) {
+    auto [it, fresh] = threads.try_emplace({op.pid, op.thread}, 10 + static_cast<int>(threads.size()));
+    if (fresh) {
+      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", op.pid}, {"tid", it->second}, {"args", {{"name", "ops " + op.thread}}}});
+    }
+    ev.push_back({{"ph", "X"}, {"name", op.name}, {"cat", op.category.empty() ? "op" : op.category}, {"pid", op.pid},
+                  {"tid", it->second}, {"ts", us(op.begin)}, {"dur", us(op.end - op.begin)}});
+  }
+  for (const auto& t : traces) {
+    ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", t.pid}, {"tid", 1}, {"args", {{"name", "annotations"}}}});
+    ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", t.pid}, {"tid", 2}, {"args", {{"name", "DDP buckets"}}}});
+  }
+  for (std::size_t i = 0; i < an.connections.size(); ++i) {
+    const Connection& c = an.connections[i];
+    if (c.bytes_sent == 0) continue;
+    ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", traces[c.process].pid}, {"tid", 1000 + static_cast<int>(i)},
+                  {"args", {{"name", c.role + " " + c.local.address + " -> " + c.remote.address}}}});
+  }
+  for (const Message& m : an.messages) {
+    const Connection& c = an.connections[m.connection];
+    const Nanos end = std::max({m.sent_app, m.recv_last, m.acked});
+    nlohmann::json args = {{"bytes", m.end - m.begin}, {"stream_offset", m.begin}, {"calls", m.calls}};
+    if (m.wire_first >= 0) args["queued_us"] = us(m.wire_first - m.ready);
+    if (m.wire_last >= 0 && m.wire_first >= 0) args["wire_us"] = us(m.wire_last - m.wire_first);
+    if (m.acked >= 0 && m.wire_last >= 0) args["ack_us"] = us(m.acked - m.wire_last);
+    if (m.recv_last >= 0) args["received_us"] = us(m.recv_last - m.ready);
+    if (m.retransmits) args["retransmits"] = m.retransmits;
+    if (m.bucket_span >= 0) args["bucket"] = an.spans[static_cast<std::size_t>(m.bucket_span)].aux;
+    ev.push_back({{"ph", "X"}, {"name", human_bytes(m.end - m.begin)}, {"cat", c.role}, {"pid", traces[c.process].pid},
+                  {"tid", 1000 + static_cast<int>(m.connection)}, {"ts", us(m.ready)}, {"dur", us(end - m.ready)}, {"args", args}});
+  }
+  return {{"traceEvents", ev}, {"displayTimeUnit", "ns"}, {"otherData", {{"source", "tensorwire capture"}, {"clock", "CLOCK_REALTIME"}}}};
+}
+
+}  // namespace tw

@@ -1,0 +1,1 @@
+"""tensorwire's Python side: annotations for jobs run under `tensorwire capture`."""
