@@ -55,6 +55,14 @@ for model in mlp resnet18; do
   done
   p=$(median ${res[plain]}) s=$(median ${res[shim]}) t=$(median ${res[tap]})
   pct() { /usr/bin/python3 -c "print(f'{($1/$2-1)*100:+.1f}%')"; }
+  # Is each difference of medians inside the spread of the runs without the capture?
+  for c in shim tap; do
+    m=$(median ${res[$c]})
+    verdict+=("$(printf '%s\n' ${res[plain]} | sort -g | awk -v p="$p" -v m="$m" -v job="$model" -v c="$c" '
+      {v[NR] = $1} END {d = m - p; if (d < 0) d = -d
+        printf "%s, %s: %s", job, (c == "tap" ? "shim + wire tap" : "shim"),
+               (d <= v[NR] - v[1]) ? "within the spread of the runs without the capture" : "larger than the spread of the runs without the capture"}')")
+  done
   rows+=("| DDP $model, 2 ranks | $(spread ${res[plain]}) ms | $(spread ${res[shim]}) ms ($(pct "$s" "$p")) | $(spread ${res[tap]}) ms ($(pct "$t" "$p")) |")
 done
 echo "The real DDP job of examples/ddp (Gloo on CPU, 2 ranks, batch 8, one thread"
@@ -66,6 +74,9 @@ echo
 echo "| job | without | shim (difference of medians) | shim + wire tap |"
 echo "|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
+echo
+echo "Difference of medians against the range (max - min) of the $REPS runs without the capture:"
+printf -- '- %s\n' "${verdict[@]}"
 echo
 sends=() writes=() tsends=() twrites=()
 for ((k = 0; k < REPS; k++)); do

@@ -2,11 +2,14 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <filesystem>
 #include <map>
@@ -123,20 +126,35 @@ int capture_command(const CaptureArgs& a) {
   }
   nlohmann::json j = {{"command", a.command}, {"started_ns", t0},  {"ended_ns", t1},
                       {"exit", ChildProcess::describe(status)}, {"wire", wire}, {"shim", shim}};
-  write_file_atomic(dir + "/capture.json", j.dump(2) + "\n");
+  // The job has run: whatever goes wrong with the capture now is reported, and the
+  // exit status stays the job's. The shim stops writing on a full disk without a
+  // word (it cannot block or fail the job): say it here.
+  if (struct statvfs st{}; ::statvfs(dir.c_str(), &st) == 0 && st.f_bavail * st.f_frsize < 64 * 1024) {
+    fmt::print(stderr, "tensorwire capture: {}: {}; the traces and wire data stop where the space ran out\n", dir,
+               std::strerror(ENOSPC));
+  }
+  try {
+    write_file_atomic(dir + "/capture.json", j.dump(2) + "\n");
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tensorwire capture: {}; the capture in {} is incomplete\n", e.what(), dir);
+  }
   if (!a.quiet) {
-    const auto traces = read_capture_dir(dir);
-    std::uint64_t events = 0, dropped = 0;
-    for (const auto& t : traces) {
-      events += t.io.size() + t.conns.size() + t.tcp_info.size();
-      dropped += t.events_dropped;
+    try {
+      const auto traces = read_capture_dir(dir);
+      std::uint64_t events = 0, dropped = 0;
+      for (const auto& t : traces) {
+        events += t.io.size() + t.conns.size() + t.tcp_info.size() + t.marks.size();
+        dropped += t.events_dropped;
+      }
+      std::string tap_text = "no wire tap";
+      if (wire.contains("packets")) {
+        tap_text = fmt::format("wire tap: {} packets, {} lost", wire["packets"].get<std::uint64_t>(), wire["dropped"].get<std::uint64_t>());
+      }
+      fmt::print(stderr, "tensorwire capture: the job {}; {} process(es) traced, {} events, {} dropped; {}; traces in {}\n",
+                 ChildProcess::describe(status), traces.size(), events, dropped, tap_text, dir);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "tensorwire capture: the job {}; reading the traces back: {}\n", ChildProcess::describe(status), e.what());
     }
-    std::string tap_text = "no wire tap";
-    if (wire.contains("packets")) {
-      tap_text = fmt::format("wire tap: {} packets, {} lost", wire["packets"].get<std::uint64_t>(), wire["dropped"].get<std::uint64_t>());
-    }
-    fmt::print(stderr, "tensorwire capture: the job {}; {} process(es) traced, {} events, {} dropped; {}; traces in {}\n",
-               ChildProcess::describe(status), traces.size(), events, dropped, tap_text, dir);
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -416,9 +434,12 @@ void add_capture_commands(CLI::App& app, Action& action) {
   auto a = std::make_shared<CaptureArgs>();
   CLI::App* c = app.add_subcommand("capture", "Run a job with every TCP socket call traced (LD_PRELOAD), unchanged");
   c->footer(
-      "  tensorwire capture --out DIR -- python3 train.py ...\n"
-      "Child processes are traced too (the preload is inherited). One trace per process in DIR\n"
-      "(docs/trace-format.md); the exit status is the job's. Ctrl-C goes to the job, which flushes on exit.");
+      "  tensorwire capture --out DIR [--wire auto|IFACE,...|off] -- python3 train.py ...\n"
+      "Child processes are traced too (the preload is inherited). One trace per process in DIR, and the\n"
+      "wire tap's TCP headers in DIR/wire-IFACE.pcap (docs/trace-format.md); the exit status is the job's.\n"
+      "Ctrl-C goes to the job, which flushes on exit. python/ is put on PYTHONPATH: a job may\n"
+      "`import tensorwire.annotate` to mark iterations, compute spans and DDP buckets.\n"
+      "Then: tensorwire trace show DIR; trace import DIR profiler.json; trace export DIR -o trace.json");
   c->add_option("--out", a->out, "Directory for the traces")->required();
   c->add_option("--wire", a->wire,
                 "Wire tap (libpcap, TCP headers only): auto (every interface, loopback included; skipped with a\n"

@@ -24,6 +24,15 @@ std::string text_of(const nlohmann::json& v) {
   return v.is_null() ? std::string() : v.dump();
 }
 
+// Microseconds to nanoseconds without losing what a double can hold: epoch
+// microseconds (~1.8e15) times 1000 would exceed a double's exact integers.
+Nanos micros_to_ns(const nlohmann::json& v) {
+  if (v.is_number_integer()) return v.get<std::int64_t>() * 1000;
+  const double d = v.get<double>();
+  const double whole = std::floor(d);
+  return static_cast<Nanos>(whole) * 1000 + std::llround((d - whole) * 1e3);
+}
+
 }  // namespace
 
 std::vector<ImportedOp> import_chrome_trace(const std::string& path, const ImportOptions& o, const std::vector<ProcessTrace>& traces,
@@ -39,15 +48,18 @@ std::vector<ImportedOp> import_chrome_trace(const std::string& path, const Impor
   } else if (!j.is_array()) {
     throw std::runtime_error(path + ": not a Chrome trace (an object with traceEvents, or an array of events)");
   }
-  double base_ns = 0;  // newer PyTorch profilers: ts relative to baseTimeNanoseconds
-  if (j.is_object() && j.contains("baseTimeNanoseconds") && j["baseTimeNanoseconds"].is_number()) base_ns = j["baseTimeNanoseconds"].get<double>();
+  Nanos base_ns = 0;  // newer PyTorch profilers: ts relative to baseTimeNanoseconds
+  if (j.is_object() && j.contains("baseTimeNanoseconds") && j["baseTimeNanoseconds"].is_number()) {
+    const auto& b = j["baseTimeNanoseconds"];
+    base_ns = b.is_number_integer() ? b.get<Nanos>() : static_cast<Nanos>(b.get<double>());
+  }
 
   std::vector<ImportedOp> ops;
-  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, double>>> open;  // (pid, tid) -> B stack
-  double min_ts = INFINITY;
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, Nanos>>> open;  // (pid, tid) -> B stack
+  double min_ts = INFINITY;  // microseconds
   struct Raw {
     std::string pid, tid, name, cat;
-    double ts, dur;
+    Nanos ts, dur;
   };
   std::vector<Raw> raw;
   std::size_t index = 0;
@@ -58,19 +70,20 @@ std::vector<ImportedOp> import_chrome_trace(const std::string& path, const Impor
     if (ph != "X" && ph != "B" && ph != "E") continue;
     if (!e.contains("ts") || !e["ts"].is_number()) throw std::runtime_error(path + ": event " + std::to_string(index) + ": no numeric ts");
     const double ts = e["ts"].get<double>();
+    const Nanos ts_ns = micros_to_ns(e["ts"]);
     const std::string pid = text_of(e.value("pid", nlohmann::json())), tid = text_of(e.value("tid", nlohmann::json()));
     const std::string name = e.value("name", std::string("?"));
     const std::string cat = e.contains("cat") ? text_of(e["cat"]) : std::string();
     if (ph == "X") {
-      const double dur = e.contains("dur") && e["dur"].is_number() ? e["dur"].get<double>() : 0;
-      raw.push_back({pid, tid, name, cat, ts, std::max(0.0, dur)});
+      const Nanos dur = e.contains("dur") && e["dur"].is_number() ? micros_to_ns(e["dur"]) : 0;
+      raw.push_back({pid, tid, name, cat, ts_ns, std::max<Nanos>(0, dur)});
     } else if (ph == "B") {
-      open[{pid, tid}].push_back({name, ts});
+      open[{pid, tid}].push_back({name, ts_ns});
       continue;
     } else {
       auto& st = open[{pid, tid}];
       if (st.empty()) continue;
-      raw.push_back({pid, tid, st.back().first, cat, st.back().second, std::max(0.0, ts - st.back().second)});
+      raw.push_back({pid, tid, st.back().first, cat, st.back().second, std::max<Nanos>(0, ts_ns - st.back().second)});
       st.pop_back();
     }
     min_ts = std::min(min_ts, ts);
@@ -78,7 +91,7 @@ std::vector<ImportedOp> import_chrome_trace(const std::string& path, const Impor
   if (raw.empty()) throw std::runtime_error(path + ": no complete (X) or begin/end (B/E) events");
   Nanos offset = 0;
   if (base_ns > 0) {
-    offset = static_cast<Nanos>(base_ns);
+    offset = base_ns;
   } else if (min_ts < kEpochMicros) {
     if (!o.start_ns) {
       throw std::runtime_error(path + ": its timestamps are relative (the first at " + std::to_string(min_ts) +
@@ -100,8 +113,8 @@ std::vector<ImportedOp> import_chrome_trace(const std::string& path, const Impor
     op.thread = r.tid;
     op.name = r.name;
     op.category = r.cat;
-    op.begin = offset + static_cast<Nanos>(std::llround(r.ts * 1e3));
-    op.end = op.begin + static_cast<Nanos>(std::llround(r.dur * 1e3));
+    op.begin = offset + r.ts;
+    op.end = op.begin + r.dur;
     ops.push_back(std::move(op));
   }
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });

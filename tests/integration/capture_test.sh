@@ -260,13 +260,20 @@ for rank, lines in logs.items():
         assert sum(x["value"] for x in b) == grad, (rank, s["value"], [x["value"] for x in b], grad)
         for x in b:
             assert x["begin_ns"] < x["end_ns"] <= s["end_ns"], x
-    for i, x in enumerate(j["spans"]):
-        if x["type"] != "bucket" or pid_rank[x["pid"]] != rank:
-            continue
-        sent = sum(m["end"] - m["begin"] for m in j["messages"] if m["bucket_span"] == i)
-        expect = 2 * (n - 1) / n * x["value"]
-        assert abs(sent - expect) <= 0.01 * expect, (rank, x, sent, expect)
-        buckets_seen += 1
+    # Each message goes to the earliest-ready bucket not yet reduced. A bucket's own
+    # messages go to it or to one that became ready before it (Gloo may reduce two
+    # at once), so in ready order the attributed bytes never fall behind the
+    # buckets' shares, and over the iteration they add up exactly.
+    for s in its:
+        b = sorted(((i, x) for i, x in enumerate(j["spans"]) if x["type"] == "bucket" and pid_rank[x["pid"]] == rank
+                    and s["begin_ns"] <= x["begin_ns"] <= s["end_ns"]), key=lambda ix: ix[1]["begin_ns"])
+        got = share = 0
+        for i, x in b:
+            got += sum(m["end"] - m["begin"] for m in j["messages"] if m["bucket_span"] == i)
+            share += 2 * (n - 1) / n * x["value"]
+            assert got >= 0.99 * share, (rank, s["value"], x, got, share)
+            buckets_seen += 1
+        assert abs(got - share) <= 0.01 * share, (rank, s["value"], got, share)
 assert buckets_seen >= 2 * n * len(logs[0][1:]), buckets_seen  # ResNet-18: several buckets an iteration
 print(buckets_seen, "bucket all-reduces matched")
 PY
@@ -428,6 +435,33 @@ no_tcp() {
   [ $? -ne 0 ] && echo "$out" | grep -q 'exited with status 127\|cannot start'
 }
 check "jobs that never touch TCP: no trace, same output and exit status" no_tcp
+
+# A full disk: the traces and the wire tap's file stop where the space ends, the
+# job runs on unharmed with its own exit status, and the capture says what was lost.
+cat > chatty.py <<'PY'
+import socket, threading
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+got = [0]
+def rx():
+    while got[0] < 20000 * 1000:
+        got[0] += len(a.recv(1 << 16))
+t = threading.Thread(target=rx); t.start()
+for _ in range(20000):
+    c.sendall(b"y" * 1000)
+t.join()
+print("sent", got[0])
+PY
+full_disk() {
+  mkdir -p full && mount -t tmpfs -o size=256k tmpfs full || { echo "cannot mount a tmpfs"; return 1; }
+  local out rc
+  out=$(timeout 120 "$TW" capture --out full/cap -- $PY chatty.py 2> full.err)
+  rc=$?
+  umount full
+  [ $rc -eq 0 ] && [ "$out" = "sent 20000000" ] || { echo "rc $rc: $out"; cat full.err; return 1; }
+  grep -q 'No space left on device' full.err || { cat full.err; return 1; }
+}
+check "a full disk: the job runs on with its exit status; the capture says what it lost" full_disk
 
 bad_traces() {
   local out

@@ -66,7 +66,12 @@ check("install-deps.sh" in ci, "CI does not run scripts/install-deps.sh: the ima
 runtime = re.search(r"FROM debian:12-slim(.*)", dockerfile, re.S).group(1)
 packages = set(re.findall(r"\b(lib[a-z0-9.+-]+)\b", runtime))
 ldd = subprocess.run(["ldd", tw], capture_output=True, text=True).stdout
-for lib in re.findall(r"=> (\S+)", ldd):
+# The libraries the binary itself needs (apt brings theirs along with the package).
+needed = set(re.findall(r"NEEDED\s+(\S+)", subprocess.run(["objdump", "-p", tw], capture_output=True, text=True).stdout))
+check(bool(needed), "objdump found no NEEDED entries in the binary")
+for name, lib in re.findall(r"^\s*(\S+) => (\S+)", ldd, re.M):
+    if name not in needed:
+        continue
     owner = ""
     for candidate in (lib, os.path.realpath(lib), "/usr" + lib if lib.startswith("/lib") else lib):
         owner = owner or subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True).stdout.split(":")[0]

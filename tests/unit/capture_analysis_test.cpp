@@ -1,0 +1,139 @@
+// The capture's analysis on hand-made traces: annotation spans paired, messages
+// given their iteration and bucket, and Chrome-trace import on its clocks.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "tensorwire/capture/chrome_trace.hpp"
+#include "tensorwire/capture/trace.hpp"
+
+namespace tw {
+namespace {
+
+trace::MarkEvent mark(trace::MarkType type, char phase, Nanos at, std::int64_t value = 0, std::uint32_t aux = 0,
+                      std::uint32_t tid = 1, const char* name = "") {
+  trace::MarkEvent m{.kind = trace::Kind::mark, .phase = phase, .type = type, .aux = aux, .tid = tid, .reserved = 0,
+                     .at_ns = at, .value = value, .name = {}};
+  std::strncpy(m.name, name, sizeof m.name - 1);
+  return m;
+}
+
+trace::Event send(std::uint32_t conn, Nanos enter, Nanos exit, std::uint64_t offset, std::int64_t bytes) {
+  return {.kind = trace::Kind::send, .flags = 0, .call = trace::Call::send, .fd = 3, .conn = conn, .tid = 1, .enter_ns = enter,
+          .exit_ns = exit, .result = bytes, .err = 0, .reserved = 0, .offset = offset, .requested = static_cast<std::uint64_t>(bytes)};
+}
+
+ProcessTrace one_connection() {
+  ProcessTrace t;
+  t.pid = 42;
+  trace::ConnEvent c{};
+  c.kind = trace::Kind::conn;
+  c.family = 2;
+  c.conn = 1;
+  c.how = 1;
+  c.local_port = 1000;
+  c.remote_port = 2000;
+  t.conns.push_back(c);
+  return t;
+}
+
+TEST(CaptureAnnotations, PairsSpansAndAttributesMessagesToIterationAndBucket) {
+  ProcessTrace t = one_connection();
+  using T = trace::MarkType;
+  t.marks = {mark(T::iteration, 'B', 100, 7), mark(T::forward, 'B', 110), mark(T::forward, 'E', 200),
+             // Bucket 0 ready at 300, bucket 1 at 400; 0 is reduced at 500 (on another thread), 1 at 700.
+             mark(T::bucket, 'B', 300, 4096, 0, 1, "fc.bias+1"), mark(T::bucket, 'B', 400, 8192, 1, 1, "conv.weight"),
+             mark(T::bucket, 'E', 500, 4096, 0, 9, "fc.bias+1"), mark(T::bucket, 'E', 700, 8192, 1, 9, "conv.weight"),
+             mark(T::iteration, 'E', 800, 7), mark(T::span, 'I', 900, 0, 0, 1, "checkpoint")};
+  // Messages (complete writes of 32 KiB each: one call, one message) at 320, 450, 600 and 850.
+  t.io = {send(1, 320, 330, 0, 32768), send(1, 450, 460, 32768, 32768), send(1, 600, 610, 65536, 32768),
+          send(1, 850, 860, 98304, 32768)};
+  const CaptureAnalysis a = analyse_capture({t});
+  ASSERT_EQ(a.spans.size(), 5U);
+  EXPECT_EQ(a.spans[0].type, T::iteration);
+  EXPECT_EQ(a.spans[0].end, 800);
+  EXPECT_EQ(a.spans[1].type, T::forward);
+  EXPECT_EQ(a.spans[2].end, 500) << "bucket 0 closed by its index, from another thread";
+  EXPECT_EQ(a.spans[4].end, 900) << "an instant";
+  ASSERT_EQ(a.messages.size(), 4U);
+  EXPECT_EQ(a.messages[0].iteration, 7);
+  EXPECT_EQ(a.messages[0].bucket_span, 2);
+  EXPECT_EQ(a.messages[1].bucket_span, 2) << "bucket 1 is ready but bucket 0 is still being reduced";
+  EXPECT_EQ(a.messages[2].bucket_span, 3);
+  EXPECT_EQ(a.messages[3].iteration, -1) << "after the iteration";
+  EXPECT_EQ(a.messages[3].bucket_span, -1);
+}
+
+TEST(CaptureMessages, SmallCallsJoinPartialWritesContinueLargeCompleteWritesEnd) {
+  ProcessTrace t = one_connection();
+  trace::Event partial = send(1, 300, 310, 4, 100000);
+  partial.requested = 200000;  // the rest follows, however late
+  t.io = {send(1, 100, 110, 0, 4), partial, send(1, 5000, 5010, 100004, 100000), send(1, 5020, 5030, 200004, 50000)};
+  const CaptureAnalysis a = analyse_capture({t}, 100 * kMicro);
+  ASSERT_EQ(a.messages.size(), 2U);
+  EXPECT_EQ(a.messages[0].begin, 0U);
+  EXPECT_EQ(a.messages[0].end, 200004U);
+  EXPECT_EQ(a.messages[0].calls, 3U);
+  EXPECT_EQ(a.messages[1].begin, 200004U) << "a complete 100 kB write ends its message";
+}
+
+class ChromeImport : public ::testing::Test {
+ protected:
+  std::string path = (std::filesystem::temp_directory_path() / ("tw-chrome-" + std::to_string(::getpid()) + ".json")).string();
+  void TearDown() override { std::filesystem::remove(path); }
+  void write(const std::string& text) { std::ofstream(path) << text; }
+  std::string error(const ImportOptions& o, const std::vector<ProcessTrace>& traces, Nanos b = 0, Nanos e = 0) {
+    try {
+      import_chrome_trace(path, o, traces, b, e);
+    } catch (const std::runtime_error& x) {
+      return x.what();
+    }
+    return "";
+  }
+};
+
+TEST_F(ChromeImport, RelativeTimestampsNeedAStartAndForeignPidsNeedAProcess) {
+  write(R"([{"name": "aten::mm", "ph": "X", "ts": 10.5, "dur": 2, "pid": "CPU functions", "tid": 1},
+           {"name": "meta", "ph": "M", "pid": 1},
+           {"name": "step", "ph": "B", "ts": 20, "pid": "CPU functions", "tid": 1},
+           {"ph": "E", "ts": 30, "pid": "CPU functions", "tid": 1}])");
+  ProcessTrace p;
+  p.pid = 77;
+  EXPECT_NE(error({}, {p}).find("timestamps are relative"), std::string::npos);
+  ImportOptions o;
+  o.start_ns = 1'000'000'000;
+  EXPECT_NE(error(o, {p}).find("process \"CPU functions\" is not one of the capture's; give --pid"), std::string::npos);
+  o.pid = 77;
+  const auto ops = import_chrome_trace(path, o, {p}, 0, 0);
+  ASSERT_EQ(ops.size(), 2U);
+  EXPECT_EQ(ops[0].name, "aten::mm");
+  EXPECT_EQ(ops[0].begin, 1'000'010'500);
+  EXPECT_EQ(ops[0].end, 1'000'012'500);
+  EXPECT_EQ(ops[1].name, "step");
+  EXPECT_EQ(ops[1].end - ops[1].begin, 10'000);
+  EXPECT_EQ(ops[1].pid, 77);
+  // The capture ran a day later: the clock is wrong.
+  EXPECT_NE(error(o, {p}, 86400 * kSecond, 86401 * kSecond).find("fall outside the capture"), std::string::npos);
+}
+
+TEST_F(ChromeImport, EpochTimestampsAndPidsAreUsedAsTheyAre) {
+  write(R"({"traceEvents": [{"name": "conv", "ph": "X", "ts": 1795961283717229.0, "dur": 5, "pid": 77, "tid": 3}]})");
+  ProcessTrace p;
+  p.pid = 77;
+  const auto ops = import_chrome_trace(path, {}, {p}, 1795961283 * kSecond, 1795961284 * kSecond);
+  ASSERT_EQ(ops.size(), 1U);
+  EXPECT_EQ(ops[0].begin, 1795961283717229000);
+  EXPECT_EQ(ops[0].thread, "3");
+  write(R"({"events": []})");
+  EXPECT_NE(error({}, {p}).find("no traceEvents array"), std::string::npos);
+  write("{not json");
+  EXPECT_NE(error({}, {p}).find(": not JSON"), std::string::npos);
+  write(R"([{"name": "counter", "ph": "C", "ts": 1}])");
+  EXPECT_NE(error({}, {p}).find("no complete (X) or begin/end (B/E) events"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tw
