@@ -78,14 +78,23 @@ echo
 echo "Difference of medians against the range (max - min) of the $REPS runs without the capture:"
 printf -- '- %s\n' "${verdict[@]}"
 echo
-sends=() writes=() tsends=() twrites=()
+sends=() writes=() tsends=() twrites=() wsends=()
 for ((k = 0; k < REPS; k++)); do
   read -r s w < <("$build/bench/shim_cost" 200000)
   sends+=("$s") writes+=("$w")
   read -r s w < <(LD_PRELOAD=$shim TW_CAPTURE_DIR=$work "$build/bench/shim_cost" 200000)
   tsends+=("$s") twrites+=("$w")
+  # The same under tensorwire capture with the wire tap: every 1-byte send is a
+  # packet (TCP_NODELAY) that the tap copies and writes.
+  rm -rf "$work/w"
+  "$tw" capture --out "$work/w" --wire auto --quiet -- "$build/bench/shim_cost" 200000 > "$work/w.out"  # to its very end
+  read -r s w < "$work/w.out"
+  wsends+=("$s")
 done
 echo "Cost per call (median of $REPS runs of 200000 calls): a 1-byte \`send\` on a loopback"
-echo "TCP connection takes $(median "${sends[@]}") ns plainly and $(median "${tsends[@]}") ns traced (the event: two clock"
-echo "reads, one enqueue; TCP_INFO at most once a millisecond); \`write\` to /dev/null, not a"
-echo "socket, $(median "${writes[@]}") ns plainly and $(median "${twrites[@]}") ns with the shim loaded (one atomic load)."
+echo "TCP connection takes $(median "${sends[@]}") ns plainly, $(median "${tsends[@]}") ns traced (the event: two clock"
+echo "reads, one enqueue; TCP_INFO at most once a millisecond) and $(median "${wsends[@]}") ns traced with the wire"
+echo "tap on (each send is one packet the kernel copies to the tap: 200000 packets a run);"
+echo "\`write\` to /dev/null, not a socket, $(median "${writes[@]}") ns plainly and $(median "${twrites[@]}") ns with the shim"
+echo "loaded (one atomic load). Ranges: plain $(spread "${sends[@]}"), traced $(spread "${tsends[@]}"),"
+echo "with the tap $(spread "${wsends[@]}") ns."
