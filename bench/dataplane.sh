@@ -68,22 +68,9 @@ stream_profile() {  # SIZE FLOWS COUNT > profile
 }
 
 # Receiver-side rate of a run: bytes and messages over first byte .. last byte.
-rate() {
-  /usr/bin/python3 - "$1" <<'PY'
-import struct, sys
-data = open(sys.argv[1] + "/rank-1.twr", "rb").read()[16:]
-first, last, total, n = None, None, 0, 0
-for i in range(0, len(data), 64):
-    kind = data[i]
-    if kind != 2: continue
-    by = struct.unpack_from("<Q", data, i + 16)[0]
-    t = struct.unpack_from("<5q", data, i + 24)
-    first = t[0] if first is None else min(first, t[0])
-    last = t[1] if last is None else max(last, t[1])
-    total += by; n += 1
-s = (last - first) / 1e9
-print(f"{total * 8 / s / 1e9:.2f} {n / s:.0f}")
-PY
+rate() {  # RUN_DIR -> "Gb/s messages/s" at the receiver
+  "$tw" results rates "$1" --json |
+    /usr/bin/python3 -c 'import json, sys; r = json.load(sys.stdin)["ranks"][1]; print("%.2f %.0f" % (r["bits_per_second"] / 1e9, r["messages_per_second"]))'
 }
 
 # Run-to-run noise on a shared virtual machine is large (a factor of two between

@@ -26,18 +26,7 @@ stream() {  # SIZE COUNT FLOWS
   for ((f = 0; f < $3; f++)); do echo "  - {id: s$f, type: send, flow: f$f, bytes: $1}"; done
 }
 rate() {  # RUN_DIR -> Gb/s at the receiver
-  /usr/bin/python3 - "$1" <<'PY'
-import struct, sys
-data = open(sys.argv[1] + "/rank-1.twr", "rb").read()[16:]
-first = last = None; total = 0
-for i in range(0, len(data), 64):
-    if data[i] != 2: continue
-    total += struct.unpack_from("<Q", data, i + 16)[0]
-    t = struct.unpack_from("<5q", data, i + 24)
-    first = t[0] if first is None else min(first, t[0])
-    last = t[1] if last is None else max(last, t[1])
-print(f"{total * 8 / ((last - first) / 1e9) / 1e9:.2f}")
-PY
+  "$tw" results rates "$1" --json | /usr/bin/python3 -c 'import json, sys; print("%.2f" % (json.load(sys.stdin)["ranks"][1]["bits_per_second"] / 1e9))'
 }
 iperf() {  # FLOWS -> Gb/s
   ip netns exec $NAME-h1 iperf3 -s -1 -p 5202 > /dev/null 2>&1 &

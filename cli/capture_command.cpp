@@ -166,11 +166,6 @@ struct ShowArgs {
   double gap_us = 100;
 };
 
-Nanos pct(std::vector<Nanos> v, double q) {
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
-}
 
 // Per connection: the distributions trace show prints, from its messages.
 struct ConnTimes {
@@ -196,13 +191,13 @@ std::vector<ConnTimes> connection_times(const CaptureAnalysis& an) {
 
 nlohmann::json distribution(const std::vector<Nanos>& v) {
   if (v.empty()) return nullptr;
-  return {{"count", v.size()}, {"p50_ns", pct(v, 0.5)}, {"p90_ns", pct(v, 0.9)}, {"p99_ns", pct(v, 0.99)}, {"max_ns", pct(v, 1.0)}};
+  return {{"count", v.size()}, {"p50_ns", percentile(v, 0.5)}, {"p90_ns", percentile(v, 0.9)}, {"p99_ns", percentile(v, 0.99)}, {"max_ns", percentile(v, 1.0)}};
 }
 
 // The job's annotations: compute spans per rank, and per DDP bucket its bytes, how
 // long its all-reduce took and the bytes its messages carried.
 void print_annotations(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& an) {
-  const auto dur = [](const std::vector<Nanos>& v) { return v.empty() ? std::string("-") : human_duration(pct(v, 0.5)); };
+  const auto dur = [](const std::vector<Nanos>& v) { return v.empty() ? std::string("-") : human_duration(percentile(v, 0.5)); };
   std::map<std::size_t, std::map<trace::MarkType, std::vector<Nanos>>> compute;
   struct Bucket {
     std::string name;
@@ -338,7 +333,7 @@ int show_command(const ShowArgs& a) {
   }
   fmt::print("{}\n", p.str());
   const auto dur = [](const std::vector<Nanos>& v) {
-    return v.empty() ? std::string("-") : human_duration(pct(v, 0.5)) + " / " + human_duration(pct(v, 0.99));
+    return v.empty() ? std::string("-") : human_duration(percentile(v, 0.5)) + " / " + human_duration(percentile(v, 0.99));
   };
   TextTable c({"pid", "rank", "role", "local", "remote", "sent", "received", "messages", "retrans wire/kernel", "on wire"});
   TextTable d({"pid", "local", "remote", "in send", "queued", "wire", "ack", "to peer"});

@@ -1,4 +1,5 @@
-// `tensorwire results check`: verify a finished replay from its records.
+// `tensorwire results check`: verify a finished replay from its records;
+// `tensorwire results rates`: goodput at the receivers, per flow and per rank.
 #include <fmt/core.h>
 
 #include <filesystem>
@@ -10,6 +11,8 @@
 #include "tensorwire/agent/agent.hpp"
 #include "tensorwire/agent/records.hpp"
 #include "tensorwire/agent/run_check.hpp"
+#include "tensorwire/analysis/rates.hpp"
+#include "tensorwire/core/text_table.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/local_replay.hpp"
 
@@ -46,6 +49,54 @@ int run_check_command(const std::string& dir, std::string profile_path) {
   return 0;
 }
 
+int rates_command(const std::string& dir, bool json) {
+  const nlohmann::json first = read_agent_summary(dir, 0);
+  const std::string in_dir = (std::filesystem::path(dir) / "profile.yaml").string();
+  const Profile p = load_profile_or_throw(std::filesystem::exists(in_dir) ? in_dir : first.value("profile", ""));
+  std::vector<std::vector<Record>> ranks;
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) ranks.push_back(read_records(records_path(dir, static_cast<RankId>(r))));
+  const ReceiveRates rates = receive_rates(p, ranks);
+  const auto row = [](const ReceiveRate& r) {
+    return nlohmann::json{{"messages", r.messages},         {"bytes", r.bytes},
+                          {"first_ns", r.first},            {"last_ns", r.last},
+                          {"bits_per_second", r.bits_per_second()}, {"messages_per_second", r.messages_per_second()}};
+  };
+  if (json) {
+    nlohmann::json j = {{"flows", nlohmann::json::array()}, {"ranks", nlohmann::json::array()}};
+    for (std::size_t f = 0; f < p.flows.size(); ++f) {
+      nlohmann::json x = row(rates.flows[f]);
+      x["flow"] = p.flows[f].id;
+      x["src"] = p.flows[f].src;
+      x["dst"] = p.flows[f].dst;
+      j["flows"].push_back(std::move(x));
+    }
+    for (std::size_t r = 0; r < p.ranks.size(); ++r) {
+      nlohmann::json x = row(rates.ranks[r]);
+      x["rank"] = r;
+      j["ranks"].push_back(std::move(x));
+    }
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  const auto mbps = [](const ReceiveRate& r) { return fmt::format("{:.1f}", r.bits_per_second() / 1e6); };
+  TextTable t({"flow", "src", "dst", "messages", "bytes", "Mb/s", "messages/s"});
+  for (std::size_t f = 0; f < p.flows.size(); ++f) {
+    const ReceiveRate& r = rates.flows[f];
+    if (r.messages == 0) continue;
+    t.add({p.flows[f].id, std::to_string(p.flows[f].src), std::to_string(p.flows[f].dst), std::to_string(r.messages),
+           human_bytes(r.bytes), mbps(r), fmt::format("{:.0f}", r.messages_per_second())});
+  }
+  TextTable k({"rank", "messages", "bytes", "Mb/s", "messages/s"});
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) {
+    const ReceiveRate& x = rates.ranks[r];
+    if (x.messages == 0) continue;
+    k.add({std::to_string(r), std::to_string(x.messages), human_bytes(x.bytes), mbps(x), fmt::format("{:.0f}", x.messages_per_second())});
+  }
+  fmt::print("received per flow:\n{}\nreceived per rank (all its flows):\n{}", t.str(), k.str());
+  fmt::print("rates: bytes delivered from the first byte of the first message to the last byte of the last one\n");
+  return 0;
+}
+
 }  // namespace
 
 void add_results_command(CLI::App& app, Action& action) {
@@ -61,6 +112,15 @@ void add_results_command(CLI::App& app, Action& action) {
   check->add_option("dir", args->dir, "The --out directory of a replay")->required();
   check->add_option("--profile", args->profile, "The profile replayed (default: the one named in the results)");
   check->callback([&action, args] { action = [args] { return run_check_command(args->dir, args->profile); }; });
+  struct RatesArgs {
+    std::string dir;
+    bool json = false;
+  };
+  auto ra = std::make_shared<RatesArgs>();
+  CLI::App* rates = results->add_subcommand("rates", "Goodput at the receivers of a replay, per flow and per receiving rank");
+  rates->add_option("dir", ra->dir, "The --out directory of a replay or run")->required();
+  rates->add_flag("--json", ra->json, "Machine-readable output");
+  rates->callback([&action, ra] { action = [ra] { return rates_command(ra->dir, ra->json); }; });
 }
 
 }  // namespace tw::cli

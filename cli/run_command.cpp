@@ -60,13 +60,6 @@ std::string make_run_id() {
 
 std::string signed_duration(Nanos ns) { return (ns < 0 ? "-" : "+") + human_duration(ns < 0 ? -ns : ns); }
 
-Nanos percentile(std::vector<Nanos> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
-  return v[std::min(k, v.size() - 1)];
-}
-
 // Brings the testbed up for a run (or re-shapes the one that is up) and puts it
 // back as it was afterwards: down if the run brought it up (unless --keep), else
 // its own shaping.

@@ -1,6 +1,8 @@
 #include "tensorwire/core/units.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -167,6 +169,13 @@ std::string human_rate(double bps) {
   if (bps >= 1e6) return printf_string("%.2f %s", bps / 1e6, "Mb/s");
   if (bps >= 1e3) return printf_string("%.2f %s", bps / 1e3, "kb/s");
   return printf_string("%.0f %s", bps, "b/s");
+}
+
+Nanos percentile(std::vector<Nanos> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(k == 0 ? 0 : k - 1, v.size() - 1)];
 }
 
 }  // namespace tw

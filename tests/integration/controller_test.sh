@@ -45,6 +45,7 @@ full_run_4_ranks() {
   "$TW" run "$SRC/traffic_profiles/resnet50-ring-4.yaml" --local 4 --iterations 3 --out r4 --json > r4.json || return 1
   "$TW" results check r4 --profile r4/profile.yaml | grep -q 'ok: .* delivered whole' || return 1
   [ -f r4/compare.json ] && [ -f r4/run.json ] || return 1
+  "$TW" results rates r4 --json > r4-rates.json && "$TW" results rates r4 | grep -q 'received per rank' || return 1
   $PY - <<'PY'
 import json
 j = json.load(open("r4.json"))
@@ -56,6 +57,17 @@ for a in j["agents"]:
     assert 0 < a["clock_bound_ns"] < 50_000_000, a
 c = json.load(open("r4/compare.json"))
 assert c["iterations"] == 3 and c["iteration_error_pct"]["n"] == 3, c
+# Goodput from the records agrees with each agent's own counters; the ring's
+# flows each carry 2(N-1)/N of the gradient over the run (segments differ by a
+# few bytes where the gradient does not divide evenly).
+rates = json.load(open("r4-rates.json"))
+for r in rates["ranks"]:
+    counters = json.load(open(f"r4/rank-{r['rank']}.json"))["counters"]
+    assert r["messages"] == counters["messages_received"] and r["bytes"] == counters["bytes_received"], (r, counters)
+    assert r["bits_per_second"] > 0 and r["last_ns"] > r["first_ns"] > 0, r
+f = rates["flows"]
+assert len(f) == 4 and len({x["messages"] for x in f}) == 1, f
+assert max(x["bytes"] for x in f) - min(x["bytes"] for x in f) <= 1e-4 * f[0]["bytes"], f
 # The plan reference: a replay cannot beat the lower bound.
 assert c["iteration_error_pct"]["p50"] > 0, c["iteration_error_pct"]
 assert c["start_offset_error_ns"]["n"] > 0

@@ -56,17 +56,10 @@ shaped_pair() {
   "$TW" run stream.yaml --testbed 2 --name $NAME --pair 0-1:rate=200mbit --out sp --quiet > /dev/null 2> sp.err || { cat sp.err; return 1; }
   # Brought up for the run, so down again after it.
   [ ! -e /sys/class/net/$NAME-br ] || return 1
+  "$TW" results rates sp --json > sp-rates.json || return 1
   $PY - <<'PY'
-import struct
-data = open("sp/rank-1.twr", "rb").read()[16:]
-first = last = None; total = 0
-for i in range(0, len(data), 64):
-    if data[i] != 2: continue
-    total += struct.unpack_from("<Q", data, i + 16)[0]
-    t = struct.unpack_from("<5q", data, i + 24)
-    first = t[0] if first is None else min(first, t[0])
-    last = t[1] if last is None else max(last, t[1])
-rate = total * 8 / ((last - first) / 1e9) / 1e6
+import json
+rate = json.load(open("sp-rates.json"))["ranks"][1]["bits_per_second"] / 1e6
 print(f"{rate:.1f} Mb/s")
 # Goodput: TCP/IP headers take ~4% of what htb counts.
 assert abs(rate - 200) <= 20, rate

@@ -47,5 +47,16 @@ TEST(Units, FormatsForPeople) {
   EXPECT_EQ(human_rate(10e9), "10.00 Gb/s");
 }
 
+TEST(Units, NearestRankPercentiles) {
+  const std::vector<Nanos> v = {50, 10, 40, 20, 30};
+  EXPECT_EQ(percentile(v, 0.5), 30);
+  EXPECT_EQ(percentile(v, 0.0), 10);
+  EXPECT_EQ(percentile(v, 0.2), 10);
+  EXPECT_EQ(percentile(v, 0.21), 20);
+  EXPECT_EQ(percentile(v, 0.99), 50);
+  EXPECT_EQ(percentile(v, 1.0), 50);
+  EXPECT_EQ(percentile({}, 0.5), 0);
+}
+
 }  // namespace
 }  // namespace tw

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tw {
 
@@ -38,5 +39,8 @@ std::string format_duration(Nanos ns);
 std::string human_duration(Nanos ns);
 std::string human_bytes(Bytes bytes);
 std::string human_rate(double bits_per_second);
+
+// The nearest-rank percentile (q in [0, 1]; 1 is the maximum); 0 for no values.
+Nanos percentile(std::vector<Nanos> values, double q);
 
 }  // namespace tw
