@@ -131,6 +131,12 @@ three_ranks() {
 }
 check "3 ranks: complete, 2(N-1)/N x the gradient per iteration, all on the wire" three_ranks
 
+transformer() {
+  "$TW" capture --out capx --quiet -- $PY "$LAUNCH" --nproc 2 --logs tx -- --model transformer --iterations 3 || return 1
+  "$TW" trace show capx --json > capx.json && complete capx.json && per_iteration capx.json tx && wire_complete capx.json
+}
+check "a Transformer encoder: complete, the gradient per iteration, all on the wire" transformer
+
 # Parameter servers: per iteration each worker sends its gradient to the server
 # and gets the parameters back, over Gloo point-to-point and over ZeroMQ.
 ps_bytes() {  # CAPTURE_JSON LOG_DIR
