@@ -135,7 +135,7 @@ token_and_api() {
   sleep 0.5
   # A stranger: refused and logged, and it exits with a clear error.
   "$TW" agent --controller 127.0.0.1:$p --token wrong-token --join-timeout 5 2> stranger.err
-  [ $? -ne 0 ] && grep -q 'refused the token' stranger.err || { echo "stranger: $(cat stranger.err)"; return 1; }
+  [ $? -ne 0 ] && grep -q 'refused the token' stranger.err || { echo "stranger: $(cat stranger.err)"; echo "controller:"; cat rt.err; ss -tanp | grep ":$p " ; return 1; }
   [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$p/api/runs)" = 401 ] || return 1
   api $p $tok /api/runs | $PY -c 'import json,sys; r=json.load(sys.stdin); assert r[0]["state"]=="joining" and r[0]["ranks"]==2, r' || return 1
   api $p $tok /metrics | grep -q '^tensorwire_iterations_total{run=".*"} 20$' || return 1
