@@ -143,7 +143,7 @@ int capture_command(const CaptureArgs& a) {
       const auto traces = read_capture_dir(dir);
       std::uint64_t events = 0, dropped = 0;
       for (const auto& t : traces) {
-        events += t.io.size() + t.conns.size() + t.tcp_info.size() + t.marks.size();
+        events += t.event_count();
         dropped += t.events_dropped;
       }
       std::string tap_text = "no wire tap";
@@ -328,7 +328,7 @@ int show_command(const ShowArgs& a) {
     for (const auto& w : t.cmdline) cmd += (cmd.empty() ? "" : " ") + w;
     if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";
     p.add({std::to_string(t.pid), t.rank_text().empty() ? "-" : t.rank_text(), cmd,
-           std::to_string(t.io.size() + t.conns.size() + t.tcp_info.size()), std::to_string(t.events_dropped),
+           std::to_string(t.event_count()), std::to_string(t.events_dropped),
            t.final ? "yes" : "no (killed?)"});
   }
   fmt::print("{}\n", p.str());

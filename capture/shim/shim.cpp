@@ -345,9 +345,11 @@ __attribute__((destructor)) void fini() { flush_and_stop(); }
 
 std::uint32_t conn_id(int fd);
 
+// how: 1 connect, 2 accept, 0 as connect() left it (or 3: found in use).
 void announce(int fd, std::uint32_t id, std::uint8_t how) {
   // Called on every traced call: a plain load first, so the common case writes nothing.
   if (conns[id].announced.load(std::memory_order_relaxed) || conns[id].announced.exchange(true)) return;
+  if (how == 0) how = conns[id].how.load(std::memory_order_relaxed);  // as connect/accept left it
   tw::trace::ConnEvent e{};
   e.kind = Kind::conn;
   e.fd = fd;
@@ -474,7 +476,7 @@ Event make_event(Kind kind, Call call, int fd, std::uint32_t id, std::int64_t t0
 
 void record_io(Kind kind, Call call, int fd, std::uint32_t id, std::int64_t t0, std::int64_t t1, ssize_t r, int err,
                std::uint64_t requested, bool peek = false) {
-  announce(fd, id, conns[id].how.load(std::memory_order_relaxed));
+  announce(fd, id, 0);
   Event e = make_event(kind, call, fd, id, t0, t1, r, err, requested);
   if (peek) e.flags |= tw::trace::kFlagPeek;
   auto& counter = kind == Kind::send ? conns[id].sent : conns[id].received;

@@ -27,6 +27,7 @@ struct ProcessTrace {
   std::vector<trace::TcpInfoEvent> tcp_info;
   std::vector<trace::MarkEvent> marks;  // framework annotations, in time order
   std::string rank_text() const;  // "rank 1", or "" when unknown
+  std::size_t event_count() const { return io.size() + conns.size() + tcp_info.size() + marks.size(); }
 };
 
 // Reads every trace-PID.json/.twt pair in `dir`; throws std::runtime_error naming
