@@ -13,7 +13,7 @@
 #include "command.hpp"
 #include "replay_options.hpp"
 #include "tensorwire/agent/agent.hpp"
-#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/controller/agent_client.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"

@@ -21,7 +21,7 @@
 #include "command.hpp"
 #include "replay_options.hpp"
 #include "tensorwire/capture/chrome_trace.hpp"
-#include "tensorwire/capture/trace.hpp"
+#include "tensorwire/core/trace.hpp"
 #include "tensorwire/capture/wire_tap.hpp"
 #include "tensorwire/controller/control.hpp"
 #include "tensorwire/core/profile_io.hpp"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/analysis/simulator.hpp"
 
 namespace tw::cli {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensorwire/agent/executor.hpp"
+#include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/profile.hpp"
 
 namespace tw::cli {

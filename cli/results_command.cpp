@@ -9,8 +9,8 @@
 
 #include "command.hpp"
 #include "tensorwire/agent/agent.hpp"
-#include "tensorwire/agent/records.hpp"
-#include "tensorwire/agent/run_check.hpp"
+#include "tensorwire/core/records.hpp"
+#include "tensorwire/analysis/run_check.hpp"
 #include "tensorwire/analysis/rates.hpp"
 #include "tensorwire/core/text_table.hpp"
 #include "tensorwire/core/profile_io.hpp"

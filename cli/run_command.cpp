@@ -14,7 +14,7 @@
 
 #include "command.hpp"
 #include "replay_options.hpp"
-#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/analysis/sources.hpp"
 #include "tensorwire/controller/controller.hpp"
 #include "tensorwire/core/profile_io.hpp"

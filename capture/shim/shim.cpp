@@ -34,7 +34,7 @@
 #include <string>
 #include <thread>
 
-#include "tensorwire/capture/trace_format.hpp"
+#include "tensorwire/core/trace_format.hpp"
 
 #define TW_EXPORT extern "C" __attribute__((visibility("default")))
 

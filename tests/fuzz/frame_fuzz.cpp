@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <span>
 
-#include "tensorwire/protocol/frame.hpp"
+#include "tensorwire/core/frame.hpp"
 
 namespace {
 

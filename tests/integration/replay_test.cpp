@@ -17,12 +17,12 @@
 #include <thread>
 
 #include "tensorwire/agent/agent.hpp"
-#include "tensorwire/agent/records.hpp"
-#include "tensorwire/agent/run_check.hpp"
-#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/core/records.hpp"
+#include "tensorwire/analysis/run_check.hpp"
+#include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/child_process.hpp"
-#include "tensorwire/protocol/frame.hpp"
+#include "tensorwire/core/frame.hpp"
 #include "tensorwire/protocol/roster.hpp"
 
 namespace tw {

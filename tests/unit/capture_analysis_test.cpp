@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "tensorwire/capture/chrome_trace.hpp"
-#include "tensorwire/capture/trace.hpp"
+#include "tensorwire/core/trace.hpp"
 
 namespace tw {
 namespace {

@@ -1,10 +1,10 @@
-#include "tensorwire/agent/executor.hpp"
+#include "tensorwire/core/executor.hpp"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
 

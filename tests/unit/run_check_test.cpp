@@ -1,10 +1,10 @@
-#include "tensorwire/agent/run_check.hpp"
+#include "tensorwire/analysis/run_check.hpp"
 
 #include <gtest/gtest.h>
 
-#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/core/profile_io.hpp"
-#include "tensorwire/protocol/frame.hpp"
+#include "tensorwire/core/frame.hpp"
 
 namespace tw {
 namespace {

@@ -1,6 +1,6 @@
 // The wire tap's reader: frames parsed from bytes, pcap files, and segments
 // mapped onto stream offsets (out of order, retransmitted, echoed, wrapped).
-#include "tensorwire/capture/wire.hpp"
+#include "tensorwire/core/wire.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

@@ -23,10 +23,10 @@
 
 #include "tcp_info.hpp"
 #include "tx_timestamps.hpp"
-#include "tensorwire/agent/records.hpp"
+#include "tensorwire/core/records.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/controller/control.hpp"
-#include "tensorwire/protocol/frame.hpp"
+#include "tensorwire/core/frame.hpp"
 
 namespace tw {
 

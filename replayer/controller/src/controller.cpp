@@ -17,8 +17,7 @@
 #include <set>
 
 #include "tensorwire/agent/agent.hpp"
-#include "tensorwire/agent/records.hpp"
-#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/core/records.hpp"
 #include "tensorwire/controller/run_progress.hpp"
 #include "tensorwire/core/profile_io.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "tensorwire/agent/records.hpp"
+#include "tensorwire/core/records.hpp"
 #include "tensorwire/core/profile.hpp"
 
 namespace tw {

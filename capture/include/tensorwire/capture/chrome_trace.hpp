@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tensorwire/capture/trace.hpp"
+#include "tensorwire/core/trace.hpp"
 
 namespace tw {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorwire/agent/executor.hpp"
+#include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/profile.hpp"
 #include "tensorwire/protocol/roster.hpp"
 

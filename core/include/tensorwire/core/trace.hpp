@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tensorwire/capture/trace_format.hpp"
-#include "tensorwire/capture/wire.hpp"
+#include "tensorwire/core/trace_format.hpp"
+#include "tensorwire/core/wire.hpp"
 #include "tensorwire/core/units.hpp"
 
 namespace tw {

@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "tensorwire/agent/executor.hpp"
+#include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/profile.hpp"
 
 namespace tw {

@@ -1,8 +1,8 @@
-#include "tensorwire/agent/run_check.hpp"
+#include "tensorwire/analysis/run_check.hpp"
 
 #include <unordered_map>
 
-#include "tensorwire/protocol/frame.hpp"
+#include "tensorwire/core/frame.hpp"
 
 namespace tw {
 namespace {

@@ -3,7 +3,7 @@
 #include <map>
 #include <sys/socket.h>
 
-#include "tensorwire/capture/trace.hpp"
+#include "tensorwire/core/trace.hpp"
 
 namespace tw {
 

@@ -1,4 +1,4 @@
-#include "tensorwire/protocol/frame.hpp"
+#include "tensorwire/core/frame.hpp"
 
 #include <cstring>
 #include <stdexcept>

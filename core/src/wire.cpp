@@ -1,4 +1,4 @@
-#include "tensorwire/capture/wire.hpp"
+#include "tensorwire/core/wire.hpp"
 
 #include <sys/socket.h>
 

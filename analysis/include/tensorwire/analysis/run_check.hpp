@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorwire/agent/records.hpp"
+#include "tensorwire/core/records.hpp"
 #include "tensorwire/core/profile.hpp"
 
 namespace tw {

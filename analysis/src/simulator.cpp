@@ -1,4 +1,4 @@
-#include "tensorwire/agent/simulator.hpp"
+#include "tensorwire/analysis/simulator.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tensorwire/agent/executor.hpp"
+#include "tensorwire/core/executor.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "tensorwire/capture/trace.hpp"
+#include "tensorwire/core/trace.hpp"
 
 namespace tw {
 

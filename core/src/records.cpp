@@ -1,4 +1,4 @@
-#include "tensorwire/agent/records.hpp"
+#include "tensorwire/core/records.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -1,0 +1,61 @@
+# The layering rule of docs/architecture.md: profile/ and analysis/ build on core/
+# only, so that everything that reads captures and runs stays pure and testable
+# without sockets. Checked at configure time, on the link graph and on the sources:
+# a target that links the replayer, the capture library, Asio or Beast, or a
+# source that includes their headers, stops the configuration.
+
+# Every library `target` links, directly or not (imported targets included).
+function(tw_link_closure target out)
+  set(seen "")
+  set(todo ${target})
+  while(todo)
+    list(POP_FRONT todo t)
+    if(t IN_LIST seen)
+      continue()
+    endif()
+    list(APPEND seen ${t})
+    if(TARGET ${t})
+      get_target_property(type ${t} TYPE)
+      set(libs "")
+      if(NOT type STREQUAL "INTERFACE_LIBRARY")
+        get_target_property(direct ${t} LINK_LIBRARIES)
+        if(direct)
+          list(APPEND libs ${direct})
+        endif()
+      endif()
+      get_target_property(iface ${t} INTERFACE_LINK_LIBRARIES)
+      if(iface)
+        list(APPEND libs ${iface})
+      endif()
+      foreach(l IN LISTS libs)
+        string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" l "${l}")
+        if(NOT l MATCHES "^\\$<")
+          list(APPEND todo ${l})
+        endif()
+      endforeach()
+    endif()
+  endwhile()
+  list(REMOVE_ITEM seen ${target})
+  set(${out} ${seen} PARENT_SCOPE)
+endfunction()
+
+# Fails the configuration when `target` (whose sources are under `dir`) reaches
+# anything but core/ and its pure dependencies.
+function(tw_require_pure target dir)
+  tw_link_closure(${target} closure)
+  foreach(l IN LISTS closure)
+    if(l MATCHES "^(tw_replay|tw_agent|tw_control|tw_capture|tw_wire_tap|tensorwire_capture)$" OR l MATCHES "^Boost::"
+       OR l MATCHES "pcap")
+      message(FATAL_ERROR "${target} links ${l}: ${dir}/ may depend on core/ only (docs/architecture.md)")
+    endif()
+  endforeach()
+  file(GLOB_RECURSE sources "${dir}/*.cpp" "${dir}/*.hpp")
+  foreach(f IN LISTS sources)
+    file(STRINGS "${f}" bad REGEX "^#include [<\"](boost/|pcap|tensorwire/(agent|controller|launch|protocol|capture)/)")
+    if(bad)
+      list(GET bad 0 first)
+      file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${f}")
+      message(FATAL_ERROR "${rel}: ${first}: ${dir}/ may depend on core/ only (docs/architecture.md)")
+    endif()
+  endforeach()
+endfunction()
