@@ -20,6 +20,7 @@
 
 #include "command.hpp"
 #include "replay_options.hpp"
+#include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/capture/chrome_trace.hpp"
 #include "tensorwire/core/trace.hpp"
 #include "tensorwire/capture/wire_tap.hpp"
@@ -134,7 +135,7 @@ int capture_command(const CaptureArgs& a) {
                std::strerror(ENOSPC));
   }
   try {
-    write_file_atomic(dir + "/capture.json", j.dump(2) + "\n");
+    write_file_atomic(capture_dir::capture_file(dir), j.dump(2) + "\n");
   } catch (const std::exception& e) {
     fmt::print(stderr, "tensorwire capture: {}; the capture in {} is incomplete\n", e.what(), dir);
   }
@@ -381,7 +382,7 @@ int import_command(const ImportArgs& a) {
   const auto traces = read_capture_dir(a.dir);
   if (traces.empty()) throw std::runtime_error(a.dir + ": no traces (trace-PID.json) in it");
   Nanos begin = 0, end = 0;
-  if (std::ifstream cf(a.dir + "/capture.json"); cf) {
+  if (std::ifstream cf(capture_dir::capture_file(a.dir)); cf) {
     const nlohmann::json c = nlohmann::json::parse(cf, nullptr, false);
     if (c.is_object()) {
       begin = c.value("started_ns", Nanos{0});

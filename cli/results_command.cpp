@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/agent/agent.hpp"
 #include "tensorwire/core/records.hpp"
 #include "tensorwire/analysis/run_check.hpp"
@@ -22,7 +23,7 @@ namespace {
 int run_check_command(const std::string& dir, std::string profile_path) {
   const nlohmann::json first = read_agent_summary(dir, 0);
   // A controller's run directory holds the profile it replayed.
-  const std::string in_dir = (std::filesystem::path(dir) / "profile.yaml").string();
+  const std::string in_dir = run_dir::profile_file(dir);
   if (profile_path.empty()) profile_path = std::filesystem::exists(in_dir) ? in_dir : first.value("profile", "");
   const Profile p = load_profile_or_throw(profile_path);
   RunCheckOptions o;
@@ -35,7 +36,7 @@ int run_check_command(const std::string& dir, std::string profile_path) {
       fmt::print(stderr, "{}: rank {} did not finish: {}\n", dir, r, s.value("error", "no reason recorded"));
       return 1;
     }
-    ranks.push_back(read_records(records_path(dir, static_cast<RankId>(r))));
+    ranks.push_back(read_records(run_dir::records_file(dir, static_cast<RankId>(r))));
     // Results merged from several clocks are only as aligned as the clock sync.
     if (s.contains("clock") && s["clock"].contains("bound_ns")) {
       o.cross_rank_tolerance = std::max(o.cross_rank_tolerance, 50 * kMicro + 2 * s["clock"]["bound_ns"].get<Nanos>());
@@ -51,10 +52,10 @@ int run_check_command(const std::string& dir, std::string profile_path) {
 
 int rates_command(const std::string& dir, bool json) {
   const nlohmann::json first = read_agent_summary(dir, 0);
-  const std::string in_dir = (std::filesystem::path(dir) / "profile.yaml").string();
+  const std::string in_dir = run_dir::profile_file(dir);
   const Profile p = load_profile_or_throw(std::filesystem::exists(in_dir) ? in_dir : first.value("profile", ""));
   std::vector<std::vector<Record>> ranks;
-  for (std::size_t r = 0; r < p.ranks.size(); ++r) ranks.push_back(read_records(records_path(dir, static_cast<RankId>(r))));
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) ranks.push_back(read_records(run_dir::records_file(dir, static_cast<RankId>(r))));
   const ReceiveRates rates = receive_rates(p, ranks);
   const auto row = [](const ReceiveRate& r) {
     return nlohmann::json{{"messages", r.messages},         {"bytes", r.bytes},

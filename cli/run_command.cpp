@@ -14,6 +14,7 @@
 
 #include "command.hpp"
 #include "replay_options.hpp"
+#include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/analysis/sources.hpp"
 #include "tensorwire/controller/controller.hpp"
@@ -150,7 +151,7 @@ int run_command(const RunArgs& a) {
   o.slowdown.assign(ranks, 1.0);
   for (const auto& [rank, f] : parse_slow_ranks(a.slow_ranks, ranks)) o.slowdown[rank] = f;
 
-  const std::string log_dir = o.out_dir + "/logs";
+  const std::string log_dir = run_dir::logs_dir(o.out_dir);
   const std::vector<std::string> agent_args = {"--quiet"};
   std::unique_ptr<Launcher> launcher;
   std::optional<TestbedForRun> testbed;
@@ -237,7 +238,7 @@ int run_command(const RunArgs& a) {
     const CompareResult cr = compare_with_profile(original, load_run(out.out_dir));
     nlohmann::json cj = comparison_json(cr.profile, cr.comparison);
     if (!cr.note.empty()) cj["note"] = cr.note;
-    write_file_atomic(out.out_dir + "/compare.json", cj.dump(2) + "\n");
+    write_file_atomic(run_dir::compare_file(out.out_dir), cj.dump(2) + "\n");
     if (!a.json) {
       fmt::print("\n{}", comparison_text(cr.profile, cr.comparison));
       if (!cr.note.empty()) fmt::print("\n{}\n", cr.note);

@@ -1,5 +1,6 @@
 #include "tensorwire/analysis/run_check.hpp"
 
+#include <optional>
 #include <unordered_map>
 
 #include "tensorwire/core/frame.hpp"
@@ -8,8 +9,8 @@ namespace tw {
 namespace {
 
 struct Instance {
-  const Record* sent = nullptr;  // send record (sender) or compute record
-  const Record* received = nullptr;
+  std::optional<OpTimes> sent;  // send record (sender) or compute record
+  std::optional<OpTimes> received;
 };
 
 std::uint64_t key(OpIndex op, std::uint32_t iteration) { return (static_cast<std::uint64_t>(op) << 32) | iteration; }
@@ -24,8 +25,10 @@ RunCheck check_run(const Profile& p, const std::vector<std::vector<Record>>& ran
   };
   std::unordered_map<std::uint64_t, Instance> at;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
-    for (const Record& rec : ranks[r]) {
-      if (rec.kind != RecordKind::send && rec.kind != RecordKind::receive && rec.kind != RecordKind::compute) continue;
+    for (const Record& record : ranks[r]) {
+      const auto times = op_times(record);
+      if (!times) continue;
+      const OpTimes& rec = *times;
       if (rec.op >= p.ops.size() || rec.iteration >= iterations) {
         problem("rank " + std::to_string(r) + ": a record names op " + std::to_string(rec.op) + " of iteration " +
                 std::to_string(rec.iteration) + ", not in the profile");
@@ -36,12 +39,12 @@ RunCheck check_run(const Profile& p, const std::vector<std::vector<Record>>& ran
       const std::string what = op.id + " of iteration " + std::to_string(rec.iteration);
       if (rec.kind == RecordKind::receive) {
         if (p.flows[op.flow].dst != r) problem(what + " was received by rank " + std::to_string(r) + ", not its destination");
-        if (in.received != nullptr) problem(what + " was received twice");
-        in.received = &rec;
+        if (in.received) problem(what + " was received twice");
+        in.received = rec;
       } else {
         if (op.rank != r) problem(what + " was run by rank " + std::to_string(r) + ", not its own rank");
-        if (in.sent != nullptr) problem(what + " was run twice");
-        in.sent = &rec;
+        if (in.sent) problem(what + " was run twice");
+        in.sent = rec;
       }
     }
   }
@@ -51,13 +54,13 @@ RunCheck check_run(const Profile& p, const std::vector<std::vector<Record>>& ran
     for (std::uint32_t it = 0; it < iterations; ++it) {
       const auto found = at.find(key(static_cast<OpIndex>(i), it));
       const std::string what = op.id + " of iteration " + std::to_string(it);
-      if (found == at.end() || found->second.sent == nullptr) {
+      if (found == at.end() || !found->second.sent) {
         problem(what + " never ran");
         continue;
       }
       if (op.type != OpType::send) continue;
-      const Record* rx = found->second.received;
-      if (rx == nullptr) {
+      const auto& rx = found->second.received;
+      if (!rx) {
         problem(what + " was sent but never received");
         continue;
       }
@@ -73,17 +76,17 @@ RunCheck check_run(const Profile& p, const std::vector<std::vector<Record>>& ran
   if (o.open_loop) return out;
   // Dependencies: start (send: ready; compute: start) >= completion of each dependency + gap.
   for (const auto& [k, inst] : at) {
-    if (inst.sent == nullptr) continue;
-    const Record& rec = *inst.sent;
+    if (!inst.sent) continue;
+    const OpTimes& rec = *inst.sent;
     const Op& op = p.ops[rec.op];
-    const Nanos start = rec.t[1];
+    const Nanos start = rec.start;
     for (const Dependency& d : op.after) {
       if (rec.iteration < d.iterations_back) continue;
       const auto dep = at.find(key(d.op, rec.iteration - d.iterations_back));
       if (dep == at.end()) continue;  // reported above as never ran
-      const Record* done = d.recv ? dep->second.received : dep->second.sent;
-      if (done == nullptr) continue;
-      const Nanos completed = done->t[2];  // sent_app, compute end, or delivery
+      const auto& done = d.recv ? dep->second.received : dep->second.sent;
+      if (!done) continue;
+      const Nanos completed = done->completed;  // sent_app, compute end, or delivery
       const Nanos tolerance = d.recv ? o.cross_rank_tolerance : 0;
       ++out.dependencies_checked;
       if (start + tolerance < completed + op.gap) {

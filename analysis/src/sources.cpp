@@ -1,3 +1,4 @@
+#include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/analysis/sources.hpp"
 
 #include <filesystem>
@@ -16,9 +17,9 @@ LoadedRun load_run(const std::string& dir) {
   if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": not a run directory");
   LoadedRun run;
   run.dir = dir;
-  std::string profile_path = (fs::path(dir) / "profile.yaml").string();
+  std::string profile_path = run_dir::profile_file(dir);
   if (!fs::exists(profile_path)) {
-    const fs::path summary = fs::path(dir) / "rank-0.json";
+    const fs::path summary = run_dir::summary_file(dir, 0);
     std::ifstream in(summary);
     const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
     if (!in || j.is_discarded() || !j.contains("profile") || !j["profile"].is_string()) {
@@ -29,13 +30,13 @@ LoadedRun load_run(const std::string& dir) {
   run.profile = load_profile_or_throw(profile_path);
   std::vector<std::vector<Record>> ranks;
   for (std::size_t r = 0; r < run.profile.ranks.size(); ++r) {
-    const std::string path = (fs::path(dir) / ("rank-" + std::to_string(r) + ".twr")).string();
+    const std::string path = run_dir::records_file(dir, static_cast<RankId>(r));
     if (!fs::exists(path)) throw std::runtime_error(dir + ": no records of rank " + std::to_string(r) + " (" + path + ")");
     ranks.push_back(read_records(path));
   }
   run.timeline = timeline_from_records(run.profile, ranks, "run " + dir);
   // A time-dilated run is compared at the original's speed.
-  std::ifstream rj(fs::path(dir) / "run.json");
+  std::ifstream rj(run_dir::run_file(dir));
   const nlohmann::json j = nlohmann::json::parse(rj, nullptr, false);
   if (rj && !j.is_discarded() && j.contains("time_scale") && j["time_scale"].is_number()) {
     const double k = j["time_scale"].get<double>();

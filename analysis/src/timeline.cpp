@@ -12,7 +12,7 @@ Timeline timeline_from_records(const Profile& p, const std::vector<std::vector<R
   std::size_t n = 0;
   for (const auto& recs : ranks) {
     for (const Record& r : recs) {
-      if (r.kind == RecordKind::iteration) n = std::max<std::size_t>(n, r.iteration + std::size_t{1});
+      if (r.is(RecordKind::iteration)) n = std::max<std::size_t>(n, r.as<IterationRecord>().iteration + std::size_t{1});
     }
   }
   t.iterations = n;
@@ -20,11 +20,13 @@ Timeline timeline_from_records(const Profile& p, const std::vector<std::vector<R
   std::vector<Nanos> start(n, std::numeric_limits<Nanos>::max()), end(n, kNone);
   t.rank_iteration.assign(ranks.size(), std::vector<Nanos>(n, -1));
   for (std::size_t r = 0; r < ranks.size(); ++r) {
-    for (const Record& x : ranks[r]) {
-      if (x.kind != RecordKind::iteration || x.iteration >= n) continue;
-      start[x.iteration] = std::min(start[x.iteration], x.t[0]);
-      end[x.iteration] = std::max(end[x.iteration], x.t[1]);
-      t.rank_iteration[r][x.iteration] = x.t[1] - x.t[0];
+    for (const Record& rec : ranks[r]) {
+      if (!rec.is(RecordKind::iteration)) continue;
+      const auto x = rec.as<IterationRecord>();
+      if (x.iteration >= n) continue;
+      start[x.iteration] = std::min(start[x.iteration], x.start);
+      end[x.iteration] = std::max(end[x.iteration], x.end);
+      t.rank_iteration[r][x.iteration] = x.end - x.start;
     }
   }
   t.iteration.assign(n, -1);
@@ -39,24 +41,27 @@ Timeline timeline_from_records(const Profile& p, const std::vector<std::vector<R
   std::vector<Nanos> ready_abs(p.ops.size() * n, -1);
   const auto rel = [&](std::uint32_t it, Nanos abs) { return abs < 0 || start[it] == std::numeric_limits<Nanos>::max() ? -1 : abs - start[it]; };
   for (const auto& recs : ranks) {
-    for (const Record& x : recs) {
+    for (const Record& rec : recs) {
+      const auto times = op_times(rec);
+      if (!times) continue;
+      const OpTimes& x = *times;
       if (x.op >= p.ops.size() || x.iteration >= n) continue;
       Instance& in = t.ops[x.op][x.iteration];
       const std::size_t k = static_cast<std::size_t>(x.op) * n + x.iteration;
       switch (x.kind) {
         case RecordKind::send:
-          in.start = rel(x.iteration, x.t[1]);
-          t.planned[k] = rel(x.iteration, x.t[0]);
-          ready_abs[k] = x.t[1];
+          in.start = rel(x.iteration, x.start);
+          t.planned[k] = rel(x.iteration, x.planned);
+          ready_abs[k] = x.start;
           if (x.flow < p.flows.size()) t.flow_bytes[x.flow] += x.bytes;
           break;
         case RecordKind::receive:
-          in.end = rel(x.iteration, x.t[2]);
+          in.end = rel(x.iteration, x.completed);
           break;
         case RecordKind::compute:
-          in.start = rel(x.iteration, x.t[1]);
-          in.end = rel(x.iteration, x.t[2]);
-          t.planned[k] = rel(x.iteration, x.t[0]);
+          in.start = rel(x.iteration, x.start);
+          in.end = rel(x.iteration, x.completed);
+          t.planned[k] = rel(x.iteration, x.planned);
           break;
         default:
           break;

@@ -34,6 +34,8 @@
 #include <string>
 #include <thread>
 
+#include "tensorwire/core/capture_dir.hpp"
+#include "tensorwire/core/binary_file.hpp"
 #include "tensorwire/core/trace_format.hpp"
 
 #define TW_EXPORT extern "C" __attribute__((visibility("default")))
@@ -198,7 +200,8 @@ std::string read_small_file(const char* path) {
 // The process description, written when the first event comes and again at exit.
 void write_description(bool final) {
   char path[4200];
-  std::snprintf(path, sizeof path, "%s/trace-%d.json", out_dir, static_cast<int>(::getpid()));
+  std::snprintf(path, sizeof path, "%s/%s%d%s", out_dir, tw::capture_dir::kTracePrefix, static_cast<int>(::getpid()),
+                tw::capture_dir::kDescriptionExtension);
   char tmp[4300];
   std::snprintf(tmp, sizeof tmp, "%s.tmp", path);
   std::string cmd = read_small_file("/proc/self/cmdline");
@@ -260,19 +263,16 @@ bool ensure_writer() {
   pthread_mutex_lock(&start_lock);
   if (!writer_running.load(std::memory_order_relaxed)) {
     char path[4200];
-    std::snprintf(path, sizeof path, "%s/trace-%d.twt", out_dir, static_cast<int>(::getpid()));
+    std::snprintf(path, sizeof path, "%s/%s%d%s", out_dir, tw::capture_dir::kTracePrefix, static_cast<int>(::getpid()),
+                  tw::capture_dir::kEventsExtension);
     const int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
       enabled = false;  // nowhere to write: stay out of the way
       pthread_mutex_unlock(&start_lock);
       return false;
     }
-    char header[16] = {};
-    std::memcpy(header, tw::trace::kMagic, 8);
-    const std::uint32_t version = tw::trace::kVersion, size = 64;
-    std::memcpy(header + 8, &version, 4);
-    std::memcpy(header + 12, &size, 4);
-    write_all(fd, header, sizeof header);
+    const auto header = tw::binary_file::encode_header(tw::trace::kMagic, tw::trace::kVersion, sizeof(tw::trace::Event));
+    write_all(fd, header.data(), header.size());
     trace_fd.store(fd);
     if (!queue.load()) queue.store(new Queue(kQueueCapacity));
     started_ns = now_ns();

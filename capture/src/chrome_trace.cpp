@@ -1,3 +1,4 @@
+#include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/capture/chrome_trace.hpp"
 
 #include <algorithm>
@@ -132,7 +133,7 @@ void write_imported_ops(const std::string& dir, const std::string& name, const s
     a.push_back({{"pid", op.pid}, {"thread", op.thread}, {"name", op.name}, {"category", op.category}, {"begin_ns", op.begin}, {"end_ns", op.end}});
   }
   const nlohmann::json j = {{"format", "tensorwire-ops"}, {"version", 1}, {"source", source}, {"ops", a}};
-  write_file_atomic(dir + "/ops-" + name + ".json", j.dump() + "\n");
+  write_file_atomic(capture_dir::ops_file(dir, name), j.dump() + "\n");
 }
 
 std::vector<ImportedOp> read_imported_ops(const std::string& dir) {
@@ -140,7 +141,7 @@ std::vector<ImportedOp> read_imported_ops(const std::string& dir) {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string n = e.path().filename().string();
-    if (n.rfind("ops-", 0) == 0 && e.path().extension() == ".json") files.push_back(e.path());
+    if (capture_dir::is_ops(n)) files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {

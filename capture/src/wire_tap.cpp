@@ -1,3 +1,4 @@
+#include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/capture/wire_tap.hpp"
 
 #include <pcap/pcap.h>
@@ -37,12 +38,6 @@ void on_packet(u_char* user, const pcap_pkthdr* h, const u_char* bytes) {
   auto* handle = reinterpret_cast<Handle*>(user);
   pcap_dump(reinterpret_cast<u_char*>(handle->dump), h, bytes);
   ++handle->packets;
-}
-
-std::string file_name(const std::string& iface) {
-  std::string s;
-  for (char c : iface) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
-  return "wire-" + s + ".pcap";
 }
 
 void close_handle(Handle& h) {
@@ -116,7 +111,7 @@ std::unique_ptr<WireTap> WireTap::start(const WireTapOptions& o) {
   for (const auto& name : o.interfaces) {
     Handle h;
     h.name = name;
-    h.file = o.dir + "/" + file_name(name);
+    h.file = o.dir + "/" + capture_dir::wire_file_name(name);
     h.pcap = pcap_create(name.c_str(), err);
     if (!h.pcap) throw std::runtime_error("wire tap on " + name + ": " + err);
     impl->handles.push_back(h);

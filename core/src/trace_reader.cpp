@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "tensorwire/core/capture_dir.hpp"
+#include "tensorwire/core/binary_file.hpp"
 #include "tensorwire/core/trace.hpp"
 
 namespace tw {
@@ -45,12 +47,11 @@ ProcessTrace read_one(const fs::path& json_path) {
   t.file = twt.string();
   std::ifstream in(twt, std::ios::binary);
   if (!in) throw std::runtime_error(t.file + ": cannot open");
-  char header[16];
-  in.read(header, sizeof header);
-  if (in.gcount() != 16 || std::memcmp(header, trace::kMagic, 8) != 0) throw std::runtime_error(t.file + ": not a tensorwire trace");
-  std::uint32_t size = 0;
-  std::memcpy(&size, header + 12, 4);
-  if (size != 64) throw std::runtime_error(t.file + ": events of " + std::to_string(size) + " bytes; this tensorwire reads 64");
+  unsigned char header[binary_file::kHeaderSize];
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  const std::string bad = binary_file::check_header(header, static_cast<std::size_t>(in.gcount()), trace::kMagic, "trace",
+                                                    trace::kVersion, sizeof(trace::Event));
+  if (!bad.empty()) throw std::runtime_error(t.file + ": " + bad);
   unsigned char buf[64];
   for (;;) {
     in.read(reinterpret_cast<char*>(buf), 64);
@@ -105,7 +106,7 @@ std::vector<ProcessTrace> read_capture_dir(const std::string& dir) {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("trace-", 0) == 0 && e.path().extension() == ".json") files.push_back(e.path());
+    if (capture_dir::is_description(name)) files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
   std::vector<ProcessTrace> out;
@@ -116,10 +117,11 @@ std::vector<ProcessTrace> read_capture_dir(const std::string& dir) {
 
 WireCapture read_wire_capture(const std::string& dir) {
   WireCapture w;
-  std::ifstream cf(dir + "/capture.json");
+  const std::string file = capture_dir::capture_file(dir);
+  std::ifstream cf(file);
   if (!cf) return w;
   const nlohmann::json c = nlohmann::json::parse(cf, nullptr, false);
-  if (c.is_discarded() || !c.is_object()) throw std::runtime_error(dir + "/capture.json: not valid JSON");
+  if (c.is_discarded() || !c.is_object()) throw std::runtime_error(file + ": not valid JSON");
   const nlohmann::json wire = c.value("wire", nlohmann::json::object());
   if (!wire.is_object()) {
     w.mode = "off";

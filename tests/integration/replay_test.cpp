@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/agent/agent.hpp"
 #include "tensorwire/core/records.hpp"
 #include "tensorwire/analysis/run_check.hpp"
@@ -68,7 +69,7 @@ Profile load(const std::string& path) {
 
 RunCheck check(const Profile& p, const std::string& dir, RunCheckOptions o) {
   std::vector<std::vector<Record>> ranks;
-  for (std::size_t r = 0; r < p.ranks.size(); ++r) ranks.push_back(read_records(records_path(dir, static_cast<RankId>(r))));
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) ranks.push_back(read_records(run_dir::records_file(dir, static_cast<RankId>(r))));
   return check_run(p, ranks, o);
 }
 
@@ -97,9 +98,9 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
   EXPECT_EQ(ok.status, 0) << ok.output;
   EXPECT_NE(ok.output.find(": ok: " + std::to_string(4 * sends) + " messages"), std::string::npos) << ok.output;
   // Lose one receipt of rank 1: the check must say so.
-  const std::string rx = records_path(dir.path(), 1);
+  const std::string rx = run_dir::records_file(dir.path(), 1);
   std::vector<Record> kept = read_records(rx);
-  kept.erase(std::find_if(kept.begin(), kept.end(), [](const Record& x) { return x.kind == RecordKind::receive; }));
+  kept.erase(std::find_if(kept.begin(), kept.end(), [](const Record& x) { return x.is(RecordKind::receive); }));
   {
     RecordFile out(rx);
     out.write(kept.data(), kept.size());
@@ -112,19 +113,23 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
   // life: handed over -> queued -> on the wire -> acknowledged.
   std::size_t stamped = 0, complete = 0;
   for (std::size_t rank = 0; rank < 2; ++rank) {
-    std::map<std::pair<std::uint32_t, std::uint32_t>, Record> sent;
-    const auto records = read_records(records_path(dir.path(), static_cast<RankId>(rank)));
+    std::map<std::pair<std::uint32_t, std::uint32_t>, SendRecord> sent;
+    const auto records = read_records(run_dir::records_file(dir.path(), static_cast<RankId>(rank)));
     for (const Record& rec : records) {
-      if (rec.kind == RecordKind::send) sent[{rec.op, rec.iteration}] = rec;
+      if (!rec.is(RecordKind::send)) continue;
+      const auto s = rec.as<SendRecord>();
+      sent[{s.op, s.iteration}] = s;
     }
-    for (const Record& rec : records) {
-      if (rec.kind != RecordKind::tx_timestamps) continue;
+    for (const Record& record : records) {
+      if (!record.is(RecordKind::tx_timestamps)) continue;
       ++stamped;
-      const Record& s = sent.at({rec.op, rec.iteration});
-      const auto [sched_first, wire_first, wire_last, acked, sched_last] = rec.t;
+      const auto rec = record.as<TxTimestampsRecord>();
+      const SendRecord& s = sent.at({rec.op, rec.iteration});
+      const auto [sched_first, wire_first, wire_last, acked, sched_last] =
+          std::array{rec.sched_first, rec.wire_first, rec.wire_last, rec.acked, rec.sched_last};
       if (sched_first < 0 || wire_first < 0 || wire_last < 0 || acked < 0 || sched_last < 0) continue;
       ++complete;
-      EXPECT_LE(s.t[1], sched_first);  // not queued before it was ready
+      EXPECT_LE(s.ready, sched_first);  // not queued before it was ready
       EXPECT_LE(sched_first, wire_first);
       EXPECT_LE(wire_first, wire_last);
       EXPECT_LE(sched_last, wire_last);
@@ -167,13 +172,14 @@ TEST(Replay, OpenLoopKeepsTheOriginalSpacing) {
   std::vector<Nanos> late;
   for (std::size_t rank = 0; rank < 2; ++rank) {
     std::optional<Nanos> origin;
-    for (const Record& rec : read_records(records_path(dir.path(), static_cast<RankId>(rank)))) {
-      if (rec.kind != RecordKind::send) continue;
-      const Nanos o = rec.t[0] - plan.offsets[rec.op] - static_cast<Nanos>(rec.iteration) * plan.period;
+    for (const Record& record : read_records(run_dir::records_file(dir.path(), static_cast<RankId>(rank)))) {
+      if (!record.is(RecordKind::send)) continue;
+      const auto rec = record.as<SendRecord>();
+      const Nanos o = rec.planned - plan.offsets[rec.op] - static_cast<Nanos>(rec.iteration) * plan.period;
       if (!origin) origin = o;
       EXPECT_EQ(o, *origin) << p.ops[rec.op].id << " of iteration " << rec.iteration;
-      EXPECT_GE(rec.t[1], rec.t[0]);
-      late.push_back(rec.t[1] - rec.t[0]);
+      EXPECT_GE(rec.ready, rec.planned);
+      late.push_back(rec.ready - rec.planned);
     }
   }
   ASSERT_EQ(late.size(), c.messages);
@@ -201,7 +207,7 @@ TEST(Replay, MemoryStaysFlatOverManyIterations) {
     const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() + " --iterations " + iterations,
                       dir.path());
     ASSERT_EQ(r.status, 0) << r.output;
-    std::ifstream in(summary_path(dir.path(), 0));
+    std::ifstream in(run_dir::summary_file(dir.path(), 0));
     std::stringstream s;
     s << in.rdbuf();
     const std::string text = s.str();
@@ -233,15 +239,17 @@ TEST(Replay, StragglersAndLatencyAreEmulated) {
   EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
   std::size_t computes = 0, receipts = 0;
   for (std::size_t rank = 0; rank < 2; ++rank) {
-    for (const Record& rec : read_records(records_path(dir.path(), static_cast<RankId>(rank)))) {
-      if (rec.kind == RecordKind::compute) {
+    for (const Record& rec : read_records(run_dir::records_file(dir.path(), static_cast<RankId>(rank)))) {
+      if (rec.is(RecordKind::compute)) {
         ++computes;
-        const Nanos held = rec.t[2] - rec.t[1];
+        const auto c = rec.as<ComputeRecord>();
+        const Nanos held = c.end - c.start;
         EXPECT_GE(held, rank == 1 ? 6 * kMilli : 2 * kMilli) << "rank " << rank;  // the straggler holds 3x
       }
-      if (rec.kind == RecordKind::receive) {
+      if (rec.is(RecordKind::receive)) {
         ++receipts;
-        EXPECT_EQ(rec.t[2] - rec.t[1], 1'500'000) << "delivery = last byte + the emulated latency";
+        const auto x = rec.as<ReceiveRecord>();
+        EXPECT_EQ(x.delivered - x.recv_last, 1'500'000) << "delivery = last byte + the emulated latency";
       }
     }
   }
@@ -310,7 +318,7 @@ int wait_for(ChildProcess& c, std::chrono::milliseconds limit) {
 }
 
 std::string summary_error(const std::string& dir, int rank) {
-  std::ifstream in(summary_path(dir, static_cast<RankId>(rank)));
+  std::ifstream in(run_dir::summary_file(dir, static_cast<RankId>(rank)));
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
@@ -332,7 +340,7 @@ TEST(Replay, AKilledPeerMakesTheOtherExitWithAClearError) {
   EXPECT_NE(err.find("rank 1"), std::string::npos) << err;
   EXPECT_NE(err.find("flow r"), std::string::npos) << err;
   EXPECT_NE(err.find("127.0.0.1"), std::string::npos) << err;
-  EXPECT_GT(read_records(records_path(dir.path(), 0)).size(), 0U) << "results so far are kept";
+  EXPECT_GT(read_records(run_dir::records_file(dir.path(), 0)).size(), 0U) << "results so far are kept";
 }
 
 TEST(Replay, AWrongTokenIsRefused) {

@@ -6,11 +6,12 @@ namespace tw {
 namespace {
 
 Record received(std::uint32_t flow, Bytes bytes, Nanos first, Nanos last) {
-  Record r;
-  r.kind = RecordKind::receive;
+  ReceiveRecord r;
   r.flow = flow;
   r.bytes = bytes;
-  r.t = {first, last, last, -1, -1};
+  r.recv_first = first;
+  r.recv_last = last;
+  r.delivered = last;
   return r;
 }
 
@@ -18,8 +19,11 @@ TEST(ReceiveRates, GoodputPerFlowAndPerReceivingRank) {
   Profile p;
   p.ranks.resize(3);
   p.flows = {{"a", 0, 2}, {"b", 1, 2}, {"c", 2, 0}};
-  Record sent = received(0, 999, 0, 1);
-  sent.kind = RecordKind::send;  // not a receipt: not counted
+  SendRecord sent;  // not a receipt: not counted
+  sent.flow = 0;
+  sent.bytes = 999;
+  sent.ready = 0;
+  sent.sent_app = 1;
   const std::vector<std::vector<Record>> ranks = {
       {},
       {sent},

@@ -14,25 +14,36 @@ std::vector<std::vector<Record>> records_of(const Profile& p, const SimResult& s
   std::vector<std::vector<Record>> out(p.ranks.size());
   for (const SimOpTiming& t : sim.ops) {
     const Op& op = p.ops[t.op];
-    Record r;
-    r.op = t.op;
-    r.iteration = t.iteration;
-    r.rank = static_cast<std::uint16_t>(op.rank);
     if (op.type == OpType::compute) {
-      r.kind = RecordKind::compute;
-      r.t = {t.planned, t.start, t.end, -1, -1};
-      out[op.rank].push_back(r);
+      ComputeRecord c;
+      c.rank = static_cast<std::uint16_t>(op.rank);
+      c.op = t.op;
+      c.iteration = t.iteration;
+      c.planned = t.planned;
+      c.start = t.start;
+      c.end = t.end;
+      out[op.rank].push_back(c);
       continue;
     }
-    r.kind = RecordKind::send;
+    SendRecord r;
+    r.rank = static_cast<std::uint16_t>(op.rank);
+    r.op = t.op;
+    r.iteration = t.iteration;
     r.flow = op.flow;
     r.bytes = frame::wire_bytes(op.bytes);
-    r.t = {t.planned, t.start, t.end, -1, -1};
+    r.planned = t.planned;
+    r.ready = t.start;
+    r.sent_app = t.end;
     out[op.rank].push_back(r);
-    Record rx = r;
-    rx.kind = RecordKind::receive;
+    ReceiveRecord rx;
     rx.rank = static_cast<std::uint16_t>(p.flows[op.flow].dst);
-    rx.t = {t.start, t.received, t.received, -1, -1};
+    rx.op = t.op;
+    rx.iteration = t.iteration;
+    rx.flow = op.flow;
+    rx.bytes = r.bytes;
+    rx.recv_first = t.start;
+    rx.recv_last = t.received;
+    rx.delivered = t.received;
     out[rx.rank].push_back(rx);
   }
   return out;
@@ -60,8 +71,9 @@ TEST_F(RunCheckTest, ASoundRunPasses) {
 
 TEST_F(RunCheckTest, FindsALostMessage) {
   auto& rank1 = records_[1];
-  const auto it = std::find_if(rank1.begin(), rank1.end(), [](const Record& r) { return r.kind == RecordKind::receive; });
-  const std::string id = p_.ops[it->op].id + " of iteration " + std::to_string(it->iteration);
+  const auto it = std::find_if(rank1.begin(), rank1.end(), [](const Record& r) { return r.is(RecordKind::receive); });
+  const ReceiveRecord lost = it->as<ReceiveRecord>();
+  const std::string id = p_.ops[lost.op].id + " of iteration " + std::to_string(lost.iteration);
   rank1.erase(it);
   const RunCheck c = check_run(p_, records_, {});
   ASSERT_EQ(c.problems.size(), 1U);
@@ -70,8 +82,8 @@ TEST_F(RunCheckTest, FindsALostMessage) {
 
 TEST_F(RunCheckTest, FindsAShortMessage) {
   for (Record& r : records_[0]) {
-    if (r.kind == RecordKind::send) {
-      r.bytes -= 1;
+    if (r.is(RecordKind::send)) {
+      r.update<SendRecord>([](SendRecord& s) { s.bytes -= 1; });
       break;
     }
   }
@@ -84,9 +96,11 @@ TEST_F(RunCheckTest, FindsAnOpThatStartedTooEarly) {
   // Make one send that waits for a receipt go before anything happened.
   std::string op_id, dep_id;
   for (Record& r : records_[0]) {
-    const Op& op = p_.ops[r.op];
-    if (r.kind == RecordKind::send && r.iteration == 1 && op.after.size() == 1 && op.after[0].recv) {
-      r.t[1] = 0;
+    if (!r.is(RecordKind::send)) continue;
+    const SendRecord s = r.as<SendRecord>();
+    const Op& op = p_.ops[s.op];
+    if (s.iteration == 1 && op.after.size() == 1 && op.after[0].recv) {
+      r.update<SendRecord>([](SendRecord& x) { x.ready = 0; });
       op_id = op.id;
       dep_id = p_.ops[op.after[0].op].id;
       break;

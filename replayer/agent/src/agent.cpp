@@ -3,6 +3,7 @@
 // connecting, handshakes) is written as coroutines; the per-message hot path
 // (writes, reads, timers) as callbacks on long-lived per-flow state, so that no
 // message allocates.
+#include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/agent/agent.hpp"
 
 #include <sys/prctl.h>
@@ -29,13 +30,6 @@
 #include "tensorwire/core/frame.hpp"
 
 namespace tw {
-
-std::string summary_path(const std::string& out_dir, RankId rank) {
-  return (std::filesystem::path(out_dir) / ("rank-" + std::to_string(rank) + ".json")).string();
-}
-std::string records_path(const std::string& out_dir, RankId rank) {
-  return (std::filesystem::path(out_dir) / ("rank-" + std::to_string(rank) + ".twr")).string();
-}
 
 namespace {
 
@@ -157,7 +151,7 @@ class Agent {
         delay_timer_(ctx_, c.spin),
         watchdog_(ctx_),
         signals_(ctx_, SIGINT, SIGTERM),
-        recorder_(records_path(c.out_dir, c.rank)) {
+        recorder_(run_dir::records_file(c.out_dir, c.rank)) {
     digest_ = frame::profile_digest(p_);
     iterations_ = executor_.iterations();
     recv_seen_.assign(p_.ops.size(), 0);
@@ -655,14 +649,17 @@ class Agent {
 
   void emit_stamps(Outgoing& o) {
     const InFlight& m = o.ring[o.head];
-    Record r;
-    r.kind = RecordKind::tx_timestamps;
+    TxTimestampsRecord r;
     r.rank = static_cast<std::uint16_t>(rank_);
     r.op = m.op;
     r.iteration = m.iteration;
     r.flow = o.flow;
     r.bytes = m.end - m.begin;
-    r.t = {m.t[0], m.t[1], m.t[2], m.t[3], m.t[4]};
+    r.sched_first = m.t[0];
+    r.wire_first = m.t[1];
+    r.wire_last = m.t[2];
+    r.acked = m.t[3];
+    r.sched_last = m.t[4];
     recorder_.push(r);
     for (std::size_t i : {std::size_t{2}, std::size_t{3}, std::size_t{4}}) stamps_lost_ += m.t[i] < 0 ? 1 : 0;
     o.head = (o.head + 1) % kRing;
@@ -713,12 +710,13 @@ class Agent {
   void start_compute(const Action& a) {
     const Nanos start = mono_now();
     compute_timer_.at(start + a.duration, [this, a, start](Nanos now) {
-      Record r;
-      r.kind = RecordKind::compute;
+      ComputeRecord r;
       r.rank = static_cast<std::uint16_t>(rank_);
       r.op = a.op;
       r.iteration = a.iteration;
-      r.t = {real(a.at), real(start), real(now), -1, -1};
+      r.planned = real(a.at);
+      r.start = real(start);
+      r.end = real(now);
       recorder_.push(r);
       progress();
       executor_.compute_done(a.op, a.iteration, now);
@@ -780,15 +778,16 @@ class Agent {
     }
     const Nanos now = mono_now();
     const Op& op = p_.ops[o.action.op];
-    Record r;
-    r.kind = RecordKind::send;
+    SendRecord r;
     r.flags = op.bytes < frame::kHeaderSize ? kFlagHeaderOnly : 0;
     r.rank = static_cast<std::uint16_t>(rank_);
     r.op = o.action.op;
     r.iteration = o.action.iteration;
     r.flow = o.flow;
     r.bytes = frame::wire_bytes(op.bytes);
-    r.t = {real(o.action.at), real(o.ready), real(now), -1, -1};
+    r.planned = real(o.action.at);
+    r.ready = real(o.ready);
+    r.sent_app = real(now);
     recorder_.push(r);
     ++messages_sent_;
     bytes_sent_ += r.bytes;
@@ -848,15 +847,16 @@ class Agent {
     ++messages_received_;
     bytes_received_ += h.length;
     const Nanos deliver = in.read_at + in.delay;
-    Record r;
-    r.kind = RecordKind::receive;
+    ReceiveRecord r;
     r.flags = p_.ops[h.op].bytes < frame::kHeaderSize ? kFlagHeaderOnly : 0;
     r.rank = static_cast<std::uint16_t>(rank_);
     r.op = h.op;
     r.iteration = h.iteration;
     r.flow = in.flow;
     r.bytes = h.length;
-    r.t = {real(in.first_byte), real(in.read_at), real(deliver), -1, -1};
+    r.recv_first = real(in.first_byte);
+    r.recv_last = real(in.read_at);
+    r.delivered = real(deliver);
     recorder_.push(r);
     if (in.delay == 0) {
       executor_.received(h.op, h.iteration, in.read_at);
@@ -897,11 +897,11 @@ class Agent {
   }
 
   void iteration_done(const Executor::IterationTimes& it) {
-    Record r;
-    r.kind = RecordKind::iteration;
+    IterationRecord r;
     r.rank = static_cast<std::uint16_t>(rank_);
     r.iteration = it.iteration;
-    r.t = {real(it.start), real(it.end), -1, -1, -1};
+    r.start = real(it.start);
+    r.end = real(it.end);
     recorder_.push(r);
     iteration_times_.push_back({real(it.start), real(it.end)});
     if (c_.link) {
@@ -920,15 +920,17 @@ class Agent {
     for (const auto& o : out_) {
       const auto info = read_tcp_info(o->sock.native_handle());
       if (!info) continue;
-      Record t;
-      t.kind = RecordKind::tcp_info;
+      TcpInfoRecord t;
       t.rank = static_cast<std::uint16_t>(rank_);
-      t.op = info->snd_cwnd;
-      t.iteration = info->total_retrans;
+      t.snd_cwnd = info->snd_cwnd;
+      t.total_retrans = info->total_retrans;
       t.flow = o->flow;
-      t.bytes = info->sndbuf_limited_us * 1000;
-      t.t = {now, static_cast<Nanos>(info->rtt_us) * 1000, static_cast<Nanos>(info->rttvar_us) * 1000,
-             static_cast<Nanos>(info->busy_us) * 1000, static_cast<Nanos>(info->rwnd_limited_us) * 1000};
+      t.sndbuf_limited_ns = static_cast<Nanos>(info->sndbuf_limited_us) * 1000;
+      t.at = now;
+      t.rtt_ns = static_cast<Nanos>(info->rtt_us) * 1000;
+      t.rttvar_ns = static_cast<Nanos>(info->rttvar_us) * 1000;
+      t.busy_ns = static_cast<Nanos>(info->busy_us) * 1000;
+      t.rwnd_limited_ns = static_cast<Nanos>(info->rwnd_limited_us) * 1000;
       recorder_.push(t);
     }
   }
@@ -980,7 +982,7 @@ class Agent {
   void finish_files() {
     const int rec_error = recorder_.stop();
     if (rec_error != 0 && error_.empty()) {
-      error_ = "rank " + std::to_string(rank_) + ": cannot write results to " + records_path(c_.out_dir, rank_) + ": " +
+      error_ = "rank " + std::to_string(rank_) + ": cannot write results to " + run_dir::records_file(c_.out_dir, rank_) + ": " +
                std::strerror(rec_error);
     }
     nlohmann::json j;
@@ -1004,7 +1006,7 @@ class Agent {
                     {"spin_ns", c_.spin},                 {"delay_ns", c_.delay},
                     {"tx_timestamps", c_.tx_timestamps}};
     try {
-      write_file_atomic(summary_path(c_.out_dir, rank_), j.dump(2) + "\n");
+      write_file_atomic(run_dir::summary_file(c_.out_dir, rank_), j.dump(2) + "\n");
     } catch (const std::exception& e) {
       if (error_.empty()) error_ = "rank " + std::to_string(rank_) + ": " + e.what();
     }

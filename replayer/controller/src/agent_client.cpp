@@ -1,3 +1,4 @@
+#include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/controller/agent_client.hpp"
 
 #include <fcntl.h>
@@ -373,7 +374,7 @@ class Client final : public AgentLink {
       if (error_.empty()) log(error);
     }
     send(done);
-    for (const std::string& path : {summary_path(out_dir_, rank_), records_path(out_dir_, rank_)}) {
+    for (const std::string& path : {run_dir::summary_file(out_dir_, rank_), run_dir::records_file(out_dir_, rank_)}) {
       if (std::filesystem::exists(path)) {
         outbox_.push_back({{}, path, std::filesystem::path(path).filename().string()});
       }

@@ -1,3 +1,4 @@
+#include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/controller/controller.hpp"
 
 #include <time.h>
@@ -382,9 +383,8 @@ class Controller {
   void begin_file(Session& s, const nlohmann::json& m) {
     if (!s.rank) throw std::runtime_error("sent a file before it had a rank");
     const std::string name = m.at("name").get<std::string>();
-    const std::string rank = std::to_string(*s.rank);
     // Only the two files an agent writes, for its own rank: nothing else lands here.
-    if (name != "rank-" + rank + ".json" && name != "rank-" + rank + ".twr") {
+    if (name != run_dir::summary_name(*s.rank) && name != run_dir::records_name(*s.rank)) {
       throw std::runtime_error("sent a file \"" + name + "\" that is not its results");
     }
     s.file_name = name;
@@ -577,7 +577,7 @@ class Controller {
     Profile stripped = p_;
     stripped.observed.reset();
     const std::string text = write_profile_yaml(stripped);
-    write_file_atomic((std::filesystem::path(o_.out_dir) / "profile.yaml").string(), text);
+    write_file_atomic(run_dir::profile_file(o_.out_dir), text);
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
       const double slow = r < o_.slowdown.size() ? o_.slowdown[r] : 1.0;
       std::vector<Nanos> delay_from(by_rank.size(), 0);
@@ -715,7 +715,7 @@ class Controller {
             in.read(reinterpret_cast<char*>(batch.data()), static_cast<std::streamsize>(batch.size() * sizeof(Record)));
             const auto n = static_cast<std::size_t>(in.gcount()) / sizeof(Record);
             if (n == 0) break;
-            for (std::size_t i = 0; i < n; ++i) map_record_times(batch[i], to_ctl);
+            for (std::size_t i = 0; i < n; ++i) batch[i].map_times(to_ctl);
             w.write(reinterpret_cast<const char*>(batch.data()), static_cast<std::streamsize>(n * sizeof(Record)));
           }
           w.close();
@@ -796,7 +796,7 @@ class Controller {
     j["setup_ns"] = outcome_.setup_ns;
     j["time_scale"] = o_.time_scale;
     try {
-      write_file_atomic((std::filesystem::path(o_.out_dir) / "run.json").string(), j.dump(2) + "\n");
+      write_file_atomic(run_dir::run_file(o_.out_dir), j.dump(2) + "\n");
     } catch (const std::exception& e) {
       if (!failure_) failure_ = Failure{3, realtime_ns(), e.what()};
     }

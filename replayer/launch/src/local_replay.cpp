@@ -1,3 +1,4 @@
+#include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/launch/local_replay.hpp"
 
 #include <arpa/inet.h>
@@ -74,7 +75,7 @@ Nanos realtime_now() {
 }  // namespace
 
 nlohmann::json read_agent_summary(const std::string& out_dir, RankId rank) {
-  const std::string path = summary_path(out_dir, rank);
+  const std::string path = run_dir::summary_file(out_dir, rank);
   std::ifstream in(path);
   if (!in) {
     throw std::runtime_error(path + ": missing: the agent of rank " + std::to_string(rank) +
@@ -121,7 +122,7 @@ LocalReplayResult run_local_replay(const Profile& profile, const LocalReplayOpti
   }
   const std::string roster_path = (std::filesystem::path(o.out_dir) / "roster.yaml").string();
   write_file_atomic(roster_path, write_roster(roster));
-  for (std::size_t r = 0; r < n; ++r) std::filesystem::remove(summary_path(o.out_dir, static_cast<RankId>(r)), ec);
+  for (std::size_t r = 0; r < n; ++r) std::filesystem::remove(run_dir::summary_file(o.out_dir, static_cast<RankId>(r)), ec);
 
   const Nanos start_at = realtime_now() + o.start_delay;
   std::vector<ChildProcess> children;

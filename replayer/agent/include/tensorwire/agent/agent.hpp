@@ -59,8 +59,4 @@ struct AgentConfig {
 // std::runtime_error with a one-line message naming the rank, flow and peer.
 void run_agent(const Profile& profile, const AgentConfig& config);
 
-// The summary file an agent writes next to its records.
-std::string summary_path(const std::string& out_dir, RankId rank);
-std::string records_path(const std::string& out_dir, RankId rank);
-
 }  // namespace tw

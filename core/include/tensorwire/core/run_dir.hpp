@@ -1,0 +1,20 @@
+// The one owner of a run directory's layout (docs/results-format.md): what the
+// agents and the controller write there and every reader looks for.
+#pragma once
+
+#include <string>
+
+#include "tensorwire/core/profile.hpp"
+
+namespace tw::run_dir {
+
+std::string records_file(const std::string& dir, RankId rank);  // rank-R.twr
+std::string summary_file(const std::string& dir, RankId rank);  // rank-R.json
+std::string records_name(RankId rank);                          // the same, without the directory
+std::string summary_name(RankId rank);
+std::string profile_file(const std::string& dir);  // profile.yaml: the profile as replayed
+std::string run_file(const std::string& dir);      // run.json: the controller's account of the run
+std::string compare_file(const std::string& dir);  // compare.json
+std::string logs_dir(const std::string& dir);      // logs/: each agent's output
+
+}  // namespace tw::run_dir

@@ -1,0 +1,29 @@
+// A fresh private directory that removes itself, with everything in it, when it
+// goes out of scope. Move-only.
+#pragma once
+
+#include <string>
+
+namespace tw {
+
+class TempDir {
+ public:
+  // Creates PARENT/PREFIX-XXXXXX with mode 0700 (parent: $TMPDIR or /tmp); throws
+  // std::system_error naming the path when it cannot.
+  explicit TempDir(const std::string& prefix = "tensorwire", const std::string& parent = "");
+  ~TempDir();
+  TempDir(TempDir&& o) noexcept;
+  TempDir& operator=(TempDir&& o) noexcept;
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  // Keeps the directory: it is no longer removed.
+  std::string release();
+
+ private:
+  void remove() noexcept;
+  std::string path_;
+};
+
+}  // namespace tw
