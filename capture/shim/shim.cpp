@@ -132,7 +132,7 @@ struct Conn {
   std::atomic<std::uint64_t> received{0};
   std::atomic<std::int64_t> last_info{0};
   std::atomic<bool> announced{false};
-  std::atomic<std::uint8_t> how{3};  // 1 connect() seen (blocking or not), 2 accepted, 3 found in use
+  std::atomic<tw::trace::ConnOrigin> how{tw::trace::ConnOrigin::in_use};
 };
 Conn conns[kMaxConn];
 std::atomic<std::uint32_t> next_conn{1};
@@ -345,11 +345,11 @@ __attribute__((destructor)) void fini() { flush_and_stop(); }
 
 std::uint32_t conn_id(int fd);
 
-// how: 1 connect, 2 accept, 0 as connect() left it (or 3: found in use).
-void announce(int fd, std::uint32_t id, std::uint8_t how) {
+// how: unknown means as connect() left it (or found in use).
+void announce(int fd, std::uint32_t id, tw::trace::ConnOrigin how) {
   // Called on every traced call: a plain load first, so the common case writes nothing.
   if (conns[id].announced.load(std::memory_order_relaxed) || conns[id].announced.exchange(true)) return;
-  if (how == 0) how = conns[id].how.load(std::memory_order_relaxed);  // as connect/accept left it
+  if (how == tw::trace::ConnOrigin::unknown) how = conns[id].how.load(std::memory_order_relaxed);  // as connect/accept left it
   tw::trace::ConnEvent e{};
   e.kind = Kind::conn;
   e.fd = fd;
@@ -476,7 +476,7 @@ Event make_event(Kind kind, Call call, int fd, std::uint32_t id, std::int64_t t0
 
 void record_io(Kind kind, Call call, int fd, std::uint32_t id, std::int64_t t0, std::int64_t t1, ssize_t r, int err,
                std::uint64_t requested, bool peek = false) {
-  announce(fd, id, 0);
+  announce(fd, id, tw::trace::ConnOrigin::unknown);
   Event e = make_event(kind, call, fd, id, t0, t1, r, err, requested);
   if (peek) e.flags |= tw::trace::kFlagPeek;
   auto& counter = kind == Kind::send ? conns[id].sent : conns[id].received;
@@ -591,13 +591,13 @@ TW_EXPORT int connect(int fd, const sockaddr* a, socklen_t al) {
   if (id == 0) return real.connect(fd, a, al);
   // A non-blocking connect is announced at its first data call; its stream
   // still starts at the SYN this call sends.
-  conns[id].how.store(1, std::memory_order_relaxed);
+  conns[id].how.store(tw::trace::ConnOrigin::connect, std::memory_order_relaxed);
   const std::int64_t t0 = now_ns();
   const int r = real.connect(fd, a, al);
   const int err = errno;
   const std::int64_t t1 = now_ns();
   record_simple(Kind::connect, fd, id, t0, t1, r, err, 0);
-  if (r == 0) announce(fd, id, 1);
+  if (r == 0) announce(fd, id, tw::trace::ConnOrigin::connect);
   errno = err;
   return r;
 }
@@ -614,7 +614,7 @@ int accepted(int (*call)(), int fd) {
     forget(r);  // a new socket on a number that may have been something else
     if (const std::uint32_t id = conn_id(r)) {
       record_simple(Kind::accept, r, id, t0, t1, r, 0, static_cast<std::uint64_t>(fd));
-      announce(r, id, 2);
+      announce(r, id, tw::trace::ConnOrigin::accept);
     }
   }
   errno = err;

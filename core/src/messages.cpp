@@ -108,7 +108,7 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
   for (std::size_t p = 0; p < traces.size(); ++p) {
     for (const auto& c : traces[p].conns) {
       if (index.count({p, c.conn})) continue;
-      streams.push_back(wire && c.how != 3
+      streams.push_back(wire && c.how != trace::ConnOrigin::in_use
                             ? wire->stream(wire::flow_key(c.family, c.local, c.local_port, c.remote, c.remote_port), c.at_ns)
                             : std::nullopt);
       Connection x;
@@ -116,7 +116,7 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
       x.id = c.conn;
       x.local.address = address(c.family, c.local, c.local_port);
       x.remote.address = address(c.family, c.remote, c.remote_port);
-      x.how = c.how == 1 ? "connect" : c.how == 2 ? "accept" : "in use";
+      x.how = c.how == trace::ConnOrigin::connect ? "connect" : c.how == trace::ConnOrigin::accept ? "accept" : "in use";
       // PyTorch's rendezvous (TCPStore) listens on MASTER_PORT: control, not tensors.
       const auto mp = traces[p].env.find("MASTER_PORT");
       const bool store = mp != traces[p].env.end() &&

@@ -33,7 +33,7 @@ ProcessTrace one_connection() {
   c.kind = trace::Kind::conn;
   c.family = 2;
   c.conn = 1;
-  c.how = 1;
+  c.how = trace::ConnOrigin::connect;
   c.local_port = 1000;
   c.remote_port = 2000;
   t.conns.push_back(c);

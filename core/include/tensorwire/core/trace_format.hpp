@@ -50,6 +50,14 @@ struct Event {
 };
 static_assert(sizeof(Event) == 64);
 
+// How the shim learnt of a connection (ConnEvent::how).
+enum class ConnOrigin : std::uint8_t {
+  unknown = 0,  // not yet known (the shim's "as connect/accept left it")
+  connect = 1,  // connect() seen, blocking or not
+  accept = 2,   // accept()/accept4() returned it
+  in_use = 3,   // first seen in a data call: opened before the shim was loaded, or through a call it does not wrap
+};
+
 struct ConnEvent {
   Kind kind;  // conn
   std::uint8_t flags;
@@ -62,7 +70,7 @@ struct ConnEvent {
   std::uint8_t remote[16];
   std::uint16_t local_port;  // host order
   std::uint16_t remote_port;
-  std::uint8_t how;  // 1 connect, 2 accept, 3 found in use
+  ConnOrigin how;
   std::uint8_t pad[3];
 };
 static_assert(sizeof(ConnEvent) == 64);
