@@ -13,8 +13,7 @@ trap 'rm -rf "$work"' EXIT
 REPS=${REPS:-5}
 ITERS=${ITERS:-30}
 PY=/usr/bin/python3
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-spread() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {printf "%s (%s-%s)", v[int((NR+1)/2)], v[1], v[NR]}'; }
+. "$(dirname "$0")/lib.sh"
 
 # Median iteration time (ms) over both ranks, iterations 5.. (after warm-up).
 iteration_ms() {
@@ -54,16 +53,18 @@ for model in mlp resnet18; do
     done
   done
   p=$(median ${res[plain]}) s=$(median ${res[shim]}) t=$(median ${res[tap]})
-  pct() { /usr/bin/python3 -c "print(f'{($1/$2-1)*100:+.1f}%')"; }
   # Is each difference of medians inside the spread of the runs without the capture?
   for c in shim tap; do
     m=$(median ${res[$c]})
-    verdict+=("$(printf '%s\n' ${res[plain]} | sort -g | awk -v p="$p" -v m="$m" -v job="$model" -v c="$c" '
-      {v[NR] = $1} END {d = m - p; if (d < 0) d = -d
-        printf "%s, %s: %s", job, (c == "tap" ? "shim + wire tap" : "shim"),
-               (d <= v[NR] - v[1]) ? "within the spread of the runs without the capture" : "larger than the spread of the runs without the capture"}')")
+    what="shim"
+    [ "$c" = shim ] || what="shim + wire tap"
+    if within "$m" "$p" "$(range ${res[plain]})"; then
+      verdict+=("$model, $what: within the spread of the runs without the capture")
+    else
+      verdict+=("$model, $what: larger than the spread of the runs without the capture")
+    fi
   done
-  rows+=("| DDP $model, 2 ranks | $(spread ${res[plain]}) ms | $(spread ${res[shim]}) ms ($(pct "$s" "$p")) | $(spread ${res[tap]}) ms ($(pct "$t" "$p")) |")
+  rows+=("| DDP $model, 2 ranks | $(spread ${res[plain]}) ms | $(spread ${res[shim]}) ms ($(change "$s" "$p")) | $(spread ${res[tap]}) ms ($(change "$t" "$p")) |")
 done
 echo "The real DDP job of examples/ddp (Gloo on CPU, 2 ranks, batch 8, one thread"
 echo "each), median iteration time after 5 warm-up iterations of $ITERS; median (and range) of"

@@ -11,7 +11,7 @@ tw=$build/cli/tensorwire
 work=$(mktemp -d /tmp/tw-bench-ctl.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 REPS=${REPS:-3}
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+. "$(dirname "$0")/lib.sh"
 
 echo "## Controller"
 echo

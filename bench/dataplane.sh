@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Data-plane benchmarks between two agents in two network namespaces joined by a
-# veth pair, each next to its baseline measured in the same run:
+# Data-plane benchmarks between two agents on two hosts of the namespace testbed
+# (`tensorwire testbed up --hosts 2`: namespaces joined through a bridge), each
+# next to its baseline measured in the same run:
 #   throughput     one flow of 1, 8, 64 MiB messages vs iperf3; 4 flows vs iperf3 -P 4
 #   small messages 4 KiB and 64 KiB messages per second vs a blocking write loop
 #   start error    planned start to first write, p50 and p99, with and without spin
@@ -12,34 +13,23 @@ build=$(realpath "$1")
 tw=$build/cli/tensorwire
 pair=$build/bench/blocking_pair
 src=$(cd "$(dirname "$0")/.." && pwd)
+. "$src/bench/lib.sh"
 work=$(mktemp -d /tmp/tw-bench.XXXXXX)
-A=twb-a B=twb-b IPA=10.77.0.1 IPB=10.77.0.2
+NAME=twdp
+A=$NAME-h0 B=$NAME-h1
+# Whatever happens, the testbed goes (also one a crashed run left).
+trap '"$tw" testbed down --name $NAME > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
+"$tw" testbed down --name $NAME > /dev/null 2>&1 || true
+"$tw" testbed up --hosts 2 --name $NAME > /dev/null
+address() { "$tw" testbed status --name $NAME --json | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['host_list'][$1]['address'])"; }
+IPA=$(address 0) IPB=$(address 1)
 
-cleanup() {
-  ip netns del $A 2>/dev/null || true
-  ip netns del $B 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-cleanup_ns_only() { ip netns del $A 2>/dev/null || true; ip netns del $B 2>/dev/null || true; }
-cleanup_ns_only
-ip netns add $A
-ip netns add $B
-ip link add twb-va type veth peer name twb-vb
-ip link set twb-va netns $A
-ip link set twb-vb netns $B
-ip -n $A addr add $IPA/24 dev twb-va
-ip -n $B addr add $IPB/24 dev twb-vb
-for ns in $A $B; do ip -n $ns link set lo up; done
-ip -n $A link set twb-va up
-ip -n $B link set twb-vb up
-
-shape() {  # shape RATE: both directions; "off" removes
-  for x in "$A twb-va" "$B twb-vb"; do
-    set -- $x
-    tc -n "$1" qdisc del dev "$2" root 2>/dev/null || true
-    [ "$RATE" = off ] || tc -n "$1" qdisc add dev "$2" root tbf rate "$RATE" burst 1mb latency 100ms
-  done
+shape() {  # shape RATE: both hosts' links, both directions; "off" removes
+  if [ "$RATE" = off ]; then
+    "$tw" testbed up --hosts 2 --name $NAME > /dev/null
+  else
+    "$tw" testbed up --hosts 2 --name $NAME --rate "$RATE" > /dev/null
+  fi
 }
 
 # agents PROFILE OUT [agent options]: rank 0 in A, rank 1 in B.
@@ -77,9 +67,6 @@ rate() {  # RUN_DIR -> "Gb/s messages/s" at the receiver
 # runs of iperf3 itself), so each figure is the median of REPS runs that alternate
 # with the baseline's, shown with its range.
 REPS=${REPS:-5}
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-spread() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {printf "%s (%s-%s)", v[int((NR+1)/2)], v[1], v[NR]}'; }
-ratio() { /usr/bin/python3 -c "print(f'{$1/$2*100:.0f}%')"; }
 
 iperf() {  # FLOWS [iperf3 options] -> Gb/s
   local flows=$1
@@ -94,14 +81,15 @@ iperf() {  # FLOWS [iperf3 options] -> Gb/s
 
 echo "## Data plane"
 echo
-echo "Two agents in two network namespaces joined by a veth pair (\`bench/dataplane.sh\`)."
+echo "Two agents on two hosts of the namespace testbed (\`tensorwire testbed up --hosts 2\`:"
+echo "network namespaces joined through a bridge; \`bench/dataplane.sh\`)."
 echo
 echo "### Throughput"
 echo
 echo "Receiver-side rate: median of $REPS runs (range), alternating with the baselines."
 echo "The agents set TCP_NODELAY, as Gloo, NCCL and the other frameworks they replay do;"
 echo "the like-for-like baseline is therefore \`iperf3 -N\` (TCP_NODELAY). Plain iperf3"
-echo "(Nagle's algorithm on) is shown too: on this veth pair it moves more bytes per"
+echo "(Nagle's algorithm on) is shown too: on this path it moves more bytes per"
 echo "segment and runs faster."
 echo
 echo "| what | tensorwire | iperf3 -N (same socket options) | ratio | iperf3 (Nagle on) | ratio |"
@@ -200,7 +188,7 @@ done
 echo
 echo "### Fidelity on a synthetic profile"
 echo
-echo "The 2-rank MLP ring all-reduce (PyTorch DDP over Gloo) on links shaped with tbf;"
+echo "The 2-rank MLP ring all-reduce (PyTorch DDP over Gloo) on links shaped by the testbed;"
 echo "replayed iteration time (median of 20) against the profile's lower bound and the"
 echo "simulated timing model at the same rate."
 echo
@@ -227,4 +215,3 @@ PY
   sim=$(cd "$work" && "$tw" replay --local 2 "$2" --out "$work/sim-$2" --iterations 1 --link-gbps "$4" --json | /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); print(f\"{j['model_iteration_ns'][0]/1e6:.2f} ms\")")
   echo "| $1 | $3 | $replayed | $sim | $model |"
 done
-RATE=off shape

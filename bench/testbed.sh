@@ -10,9 +10,7 @@ work=$(mktemp -d /tmp/tw-bench-tb.XXXXXX)
 NAME=twbench
 trap '"$tw" testbed down --name $NAME > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
 REPS=${REPS:-5}
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-spread() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {printf "%s (%s-%s)", v[int((NR+1)/2)], v[1], v[NR]}'; }
-ratio() { /usr/bin/python3 -c "print(f'{$1/$2*100:.0f}%')"; }
+. "$(dirname "$0")/lib.sh"
 
 "$tw" testbed down --name $NAME > /dev/null 2>&1 || true
 "$tw" testbed up --hosts 2 --name $NAME > /dev/null
@@ -65,7 +63,7 @@ echo
 b=$(printf '%s\n' "${bounds[@]}" | awk '{print $1}')
 o=$(printf '%s\n' "${bounds[@]}" | awk '{print $2}')
 echo "Clock synchronisation across the testbed's namespaces ($((2 * REPS)) runs, 2 agents each):"
-echo "largest error bound per run, median $(median $b) us (max $(printf '%s\n' $b | sort -g | tail -1) us); largest"
+echo "largest error bound per run, median $(median $b) us (max $(maximum $b) us); largest"
 within=$(printf '%s\n' "${bounds[@]}" | awk '$2 > $1 {bad = 1} END {print bad ? "not always" : "always"}')
-echo "estimated offset, median $(median $o) us (max $(printf '%s\n' $o | sort -g | tail -1) us); each run's largest offset was"
+echo "estimated offset, median $(median $o) us (max $(maximum $o) us); each run's largest offset was"
 echo "$within within its run's largest bound of the true offset, zero (one kernel clock)."

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DTW_TESTS=OFF -DTW_BENCH=OFF > /dev/null
-ninja -C build-release > build-release.log 2>&1 || { tail -40 build-release.log; exit 1; }
+ninja -C build-release > build-release/build.log 2>&1 || { tail -40 build-release/build.log; exit 1; }
 tw=build-release/cli/tensorwire
 out=${TW_OUT:-runs/quickstart}
 mkdir -p "$out"

@@ -1,0 +1,18 @@
+# Statistics shared by the benchmark scripts (sourced, not run): each figure is a
+# median of repeated runs shown with its range, next to its baseline as a ratio.
+# Values are plain numbers, one per argument; output is printed for $(...).
+
+# median VALUES...: the middle value (the lower middle of an even count).
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# spread VALUES...: "median (min-max)".
+spread() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {printf "%s (%s-%s)", v[int((NR+1)/2)], v[1], v[NR]}'; }
+# maximum VALUES...: the largest value, as given.
+maximum() { printf '%s\n' "$@" | sort -g | tail -1; }
+# range VALUES...: max - min.
+range() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[NR] - v[1]}'; }
+# ratio A B: A as a percentage of B, like "93%".
+ratio() { /usr/bin/python3 -c "print(f'{$1/$2*100:.0f}%')"; }
+# change A B: A's difference from B as a signed percentage, like "+1.5%".
+change() { /usr/bin/python3 -c "print(f'{($1/$2-1)*100:+.1f}%')"; }
+# within A B RANGE: true when |A - B| <= RANGE.
+within() { awk -v a="$1" -v b="$2" -v r="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= r)}'; }
