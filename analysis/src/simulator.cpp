@@ -113,10 +113,7 @@ OpenLoopPlan open_loop_plan(const Profile& p, double link_bps) {
     for (std::size_t i = 0; i < p.ops.size(); ++i) plan.offsets[i] = count[i] > 0 ? sum[i] / count[i] : 0;
     std::vector<Nanos> durations;
     for (const auto& it : p.observed->iterations) durations.push_back(it.duration);
-    if (!durations.empty()) {
-      std::sort(durations.begin(), durations.end());
-      plan.period = durations[durations.size() / 2];
-    }
+    if (!durations.empty()) plan.period = percentile(std::move(durations), 0.5);
     plan.source = "observed";
   }
   if (plan.period == 0) {

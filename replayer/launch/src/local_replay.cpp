@@ -21,6 +21,8 @@
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/child_process.hpp"
 #include "tensorwire/protocol/roster.hpp"
+#include "tensorwire/util/system_call.hpp"
+#include "tensorwire/util/unique_fd.hpp"
 
 namespace tw {
 namespace {
@@ -28,33 +30,22 @@ namespace {
 // A listening TCP socket on 127.0.0.1 with a kernel-chosen port.
 class LoopbackListener {
  public:
-  LoopbackListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  LoopbackListener() : fd_(system_call("socket", ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0))) {
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof sa;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd_, 128) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
-      const int e = errno;
-      ::close(fd_);
-      throw std::runtime_error(std::string("cannot listen on 127.0.0.1: ") + std::strerror(e));
+    if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd_.get(), 128) != 0 ||
+        ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+      system_call("cannot listen on 127.0.0.1", -1);
     }
     port_ = ntohs(sa.sin_port);
   }
-  ~LoopbackListener() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  LoopbackListener(LoopbackListener&& o) noexcept : fd_(o.fd_), port_(o.port_) { o.fd_ = -1; }
-  LoopbackListener(const LoopbackListener&) = delete;
-  LoopbackListener& operator=(const LoopbackListener&) = delete;
-  LoopbackListener& operator=(LoopbackListener&&) = delete;
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   std::uint16_t port() const { return port_; }
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
   std::uint16_t port_ = 0;
 };
 
