@@ -10,30 +10,17 @@
 #include "tensorwire/capture/capture_setup.hpp"
 #include "tensorwire/capture/trace_report.hpp"
 #include "tensorwire/util/temp_dir.hpp"
+#include "../support/trace_builders.hpp"
 
 namespace tw {
 namespace {
 
-trace::Event send(std::uint32_t conn, Nanos enter, Nanos exit, std::uint64_t offset, std::int64_t bytes) {
-  return {.kind = trace::Kind::send, .flags = 0, .call = trace::Call::send, .fd = 3, .conn = conn, .tid = 1, .enter_ns = enter,
-          .exit_ns = exit, .result = bytes, .err = 0, .reserved = 0, .offset = offset, .requested = static_cast<std::uint64_t>(bytes)};
-}
-
 CaptureReading two_messages() {
-  ProcessTrace t;
-  t.pid = 42;
+  ProcessTrace t = test::one_connection();
   t.cmdline = {"python3", "train.py"};
   t.final = true;
-  trace::ConnEvent c{};
-  c.kind = trace::Kind::conn;
-  c.family = 2;
-  c.conn = 1;
-  c.how = 1;
-  c.local_port = 1000;
-  c.remote_port = 2000;
-  t.conns.push_back(c);
   // Two messages of 4 KiB, far more than the gap apart.
-  t.io = {send(1, 1000, 1500, 0, 4096), send(1, 1'000'000, 1'000'300, 4096, 4096)};
+  t.io = {test::send(1, 1000, 1500, 0, 4096), test::send(1, 1'000'000, 1'000'300, 4096, 4096)};
   CaptureReading r;
   r.traces = {t};
   r.gap = 100 * kMicro;
