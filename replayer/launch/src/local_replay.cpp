@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,11 +12,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <stdexcept>
 #include <thread>
 
 #include "tensorwire/agent/agent.hpp"
+#include "tensorwire/controller/control.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/child_process.hpp"
 #include "tensorwire/protocol/roster.hpp"
@@ -48,20 +47,6 @@ class LoopbackListener {
   UniqueFd fd_;
   std::uint16_t port_ = 0;
 };
-
-std::string random_token() {
-  std::random_device rd;
-  std::string out;
-  const char* hex = "0123456789abcdef";
-  for (int i = 0; i < 32; ++i) out += hex[rd() % 16];
-  return out;
-}
-
-Nanos realtime_now() {
-  timespec ts;
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<Nanos>(ts.tv_sec) * kSecond + ts.tv_nsec;
-}
 
 }  // namespace
 
@@ -115,7 +100,7 @@ LocalReplayResult run_local_replay(const Profile& profile, const LocalReplayOpti
   write_file_atomic(roster_path, write_roster(roster));
   for (std::size_t r = 0; r < n; ++r) std::filesystem::remove(run_dir::summary_file(o.out_dir, static_cast<RankId>(r)), ec);
 
-  const Nanos start_at = realtime_now() + o.start_delay;
+  const Nanos start_at = realtime_ns() + o.start_delay;
   std::vector<ChildProcess> children;
   for (std::size_t r = 0; r < n; ++r) {
     std::vector<std::string> argv = {o.exe, "agent", "--rank", std::to_string(r), "--profile", o.profile_path,
