@@ -149,12 +149,7 @@ int run_local_command(const LocalArgs& a) {
 
   std::vector<Nanos> times;
   for (const auto& [s, e] : result.iterations) times.push_back(e - s);
-  std::vector<Nanos> sim_times;
-  Nanos prev = 0;
-  for (Nanos end : sim.iteration_end) {
-    sim_times.push_back(end - prev);
-    prev = end;
-  }
+  const std::vector<Nanos> sim_times = sim.iteration_times();
   if (a.json) {
     nlohmann::json j;
     j["profile"] = a.profile;

@@ -100,6 +100,16 @@ SimResult simulate(const Profile& p, const SimOptions& o) {
   return result;
 }
 
+std::vector<Nanos> SimResult::iteration_times() const {
+  std::vector<Nanos> out;
+  Nanos prev = 0;
+  for (Nanos end : iteration_end) {
+    out.push_back(end - prev);
+    prev = end;
+  }
+  return out;
+}
+
 OpenLoopPlan open_loop_plan(const Profile& p, double link_bps) {
   OpenLoopPlan plan;
   plan.offsets.assign(p.ops.size(), 0);
