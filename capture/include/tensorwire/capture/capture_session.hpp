@@ -24,8 +24,9 @@ class CaptureSession {
 
   // Starts the tap (on auto, the job runs without it when it cannot start; asked
   // for by name, its failure throws std::runtime_error before the job starts),
-  // runs the job to its end, stops the tap and writes capture.json. Problems after
-  // the job ran are printed on stderr. Returns the job's wait status. Once.
+  // runs the job to its end, stops the tap and writes capture.json. Throws
+  // std::runtime_error when the job cannot be started; problems after the job ran
+  // are printed on stderr. Returns the job's wait status. Call it once.
   int run();
 
   // One line on what was captured, read back from the directory (after run()).
