@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -19,6 +18,8 @@
 #include "tensorwire/core/profile_stats.hpp"
 #include "tensorwire/core/text_table.hpp"
 #include "tensorwire/launch/local_replay.hpp"
+#include "tensorwire/launch/run_settings.hpp"
+#include "tensorwire/util/self_exe.hpp"
 
 namespace tw::cli {
 namespace {
@@ -38,7 +39,7 @@ struct AgentArgs {
   std::optional<RankId> rank_hint;
   std::string data_host;
   double join_timeout_s = 30;
-  ReplayArgs replay;
+  ReplayOptions replay;
 };
 
 // The token from stdin: one line, read byte by byte so that nothing after it is
@@ -66,7 +67,7 @@ int run_controlled(const AgentArgs& a) {
   o.rank_hint = a.rank_hint;
   o.data_host = a.data_host;
   o.out_dir = a.out;
-  o.join_timeout = seconds(a.join_timeout_s, "--join-timeout");
+  o.join_timeout = seconds_option(a.join_timeout_s, "--join-timeout");
   o.watch_stdin = a.token_stdin;
   o.quiet = a.quiet;
   return run_controlled_agent(o);
@@ -89,15 +90,15 @@ int run_agent_command(const AgentArgs& a) {
   c.roster = load_roster(a.roster);
   if (!a.token.empty()) c.roster.token = a.token;
   c.out_dir = a.out;
-  if (!(a.replay.slowdown > 0) || a.replay.slowdown > 1000) throw std::invalid_argument("--slowdown must be from 0 to 1000");
-  if (a.replay.delay_us < 0) throw std::invalid_argument("--delay-us must be zero or more");
-  c.executor = executor_options(p, a.replay);
-  c.spin = static_cast<Nanos>(std::llround((a.replay.spin_us < 0 ? 20.0 : a.replay.spin_us) * 1e3));
-  c.delay = static_cast<Nanos>(std::llround(a.replay.delay_us * 1e3));
-  c.connect_timeout = seconds(a.replay.connect_timeout_s, "--connect-timeout");
-  c.idle_timeout = seconds(a.replay.idle_timeout_s, "--idle-timeout");
+  // By hand, an agent is one of a run by itself: the run's settings, on this rank.
+  const RunSettings s = make_run_settings(p, a.replay, {});
+  c.executor = executor_options_for(s, a.replay.slowdown);
+  c.spin = s.spin;
+  c.delay = s.delay;
+  c.connect_timeout = s.connect_timeout;
+  c.idle_timeout = s.idle_timeout;
   c.listen_fd = a.listen_fd;
-  c.tx_timestamps = !a.replay.no_tx_timestamps;
+  c.tx_timestamps = s.tx_timestamps;
   if (a.start_at > 0) c.start_at = a.start_at;
   c.quiet = a.quiet;
   run_agent(p, c);
@@ -111,7 +112,7 @@ struct LocalArgs {
   std::vector<std::string> slow_ranks;
   double timeout_s = 600;
   bool json = false;
-  ReplayArgs replay;
+  ReplayOptions replay;
 };
 
 int run_local_command(const LocalArgs& a) {
@@ -124,17 +125,12 @@ int run_local_command(const LocalArgs& a) {
   o.exe = self_exe();
   o.profile_path = a.profile;
   o.out_dir = a.out;
-  o.timeout = seconds(a.timeout_s, "--timeout");
-  const ReplayArgs& r = a.replay;
-  // Spinning costs a core per agent: only when every agent can have one.
-  const double spin = r.spin_us >= 0 ? r.spin_us : (a.local < std::thread::hardware_concurrency() ? 20.0 : 0.0);
-  o.agent_args = {"--spin-us", fmt::format("{}", spin), "--link-gbps", fmt::format("{}", r.link_gbps),
-                  "--connect-timeout", fmt::format("{}", r.connect_timeout_s), "--idle-timeout",
-                  fmt::format("{}", r.idle_timeout_s)};
-  if (r.open_loop) o.agent_args.push_back("--open-loop");
-  if (r.no_tx_timestamps) o.agent_args.push_back("--no-tx-timestamps");
-  if (r.delay_us > 0) o.agent_args.insert(o.agent_args.end(), {"--delay-us", fmt::format("{}", r.delay_us)});
-  if (r.iterations > 0) o.agent_args.insert(o.agent_args.end(), {"--iterations", std::to_string(r.iterations)});
+  o.timeout = seconds_option(a.timeout_s, "--timeout");
+  const ReplayOptions& r = a.replay;
+  const RunPlacement where{.local_agents = a.local, .cores = std::thread::hardware_concurrency()};
+  // Checked here, before any agent starts; the agents derive the same settings.
+  const RunSettings settings = make_run_settings(p, r, where);
+  o.agent_args = agent_arguments(r, where);
   o.slow_ranks = parse_slow_ranks(a.slow_ranks, p.ranks.size());
 
   const LocalReplayResult result = run_local_replay(p, o);
@@ -144,7 +140,7 @@ int run_local_command(const LocalArgs& a) {
   if (r.iterations > 0) model.iterations = r.iterations;
   SimOptions so;
   so.link_bps = r.link_gbps * 1e9;
-  so.executor = executor_options(p, r);
+  so.executor = executor_options_for(settings, r.slowdown);
   for (const auto& [rank, f] : o.slow_ranks) {
     if (so.slowdown.empty()) so.slowdown.assign(p.ranks.size(), 1.0);
     so.slowdown[rank] = f;
@@ -153,12 +149,7 @@ int run_local_command(const LocalArgs& a) {
 
   std::vector<Nanos> times;
   for (const auto& [s, e] : result.iterations) times.push_back(e - s);
-  std::vector<Nanos> sim_times;
-  Nanos prev = 0;
-  for (Nanos end : sim.iteration_end) {
-    sim_times.push_back(end - prev);
-    prev = end;
-  }
+  const std::vector<Nanos> sim_times = sim.iteration_times();
   if (a.json) {
     nlohmann::json j;
     j["profile"] = a.profile;
@@ -178,14 +169,8 @@ int run_local_command(const LocalArgs& a) {
   }
   fmt::print("{}", t.str());
   if (times.size() > shown) fmt::print("  ... {} more iterations\n", times.size() - shown);
-  std::vector<Nanos> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
-  const Nanos median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
-  std::vector<Nanos> sorted_sim = sim_times;
-  std::sort(sorted_sim.begin(), sorted_sim.end());
-  const Nanos sim_median = sorted_sim.empty() ? 0 : sorted_sim[sorted_sim.size() / 2];
   fmt::print("\n{} iterations, median {} (timing model at {}: {}); {} messages, {} delivered\n", times.size(),
-             human_duration(median), human_rate(so.link_bps), human_duration(sim_median), result.messages,
+             human_duration(percentile(times, 0.5)), human_rate(so.link_bps), human_duration(percentile(sim_times, 0.5)), result.messages,
              human_bytes(result.bytes));
   fmt::print("results in {}\n", a.out);
   return 0;

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "tensorwire/analysis/sources.hpp"
+#include "tensorwire/analysis/compare_file.hpp"
 
 namespace tw::cli {
 namespace {
@@ -25,8 +25,7 @@ int compare_command(const CompareArgs& a) {
   }
   const bool over = a.max_error >= 0 && std::abs(c.median_iteration_error_pct()) > a.max_error;
   if (a.json) {
-    nlohmann::json j = comparison_json(r.profile, c);
-    if (!r.note.empty()) j["note"] = r.note;
+    nlohmann::json j = compare_result_json(r);
     if (a.max_error >= 0) j["max_error_pct"] = a.max_error, j["within_max_error"] = !over;
     fmt::print("{}\n", j.dump(2));
   } else {

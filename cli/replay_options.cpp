@@ -1,16 +1,10 @@
 #include "replay_options.hpp"
 
-#include <unistd.h>
-
-#include <cmath>
 #include <stdexcept>
-
-#include "tensorwire/analysis/simulator.hpp"
 
 namespace tw::cli {
 
-
-void add_replay_options(CLI::App* app, ReplayArgs& a) {
+void add_replay_options(CLI::App* app, ReplayOptions& a) {
   app->add_flag("--open-loop", a.open_loop,
                 "Send every message at its original offset from the iteration start, ignoring dependencies");
   app->add_option("--link-gbps", a.link_gbps, "Link rate of the timing model (open-loop plan, comparison)")
@@ -21,31 +15,6 @@ void add_replay_options(CLI::App* app, ReplayArgs& a) {
   app->add_flag("--no-tx-timestamps", a.no_tx_timestamps, "Do not ask the kernel for transmit timestamps (SO_TIMESTAMPING)");
   app->add_option("--connect-timeout", a.connect_timeout_s, "Seconds to get every flow connected")->capture_default_str();
   app->add_option("--idle-timeout", a.idle_timeout_s, "Seconds without progress before giving up")->capture_default_str();
-}
-
-ExecutorOptions executor_options(const Profile& p, const ReplayArgs& a) {
-  ExecutorOptions e;
-  e.slowdown = a.slowdown;
-  e.iterations = a.iterations;
-  e.open_loop = a.open_loop;
-  if (a.open_loop) {
-    const OpenLoopPlan plan = open_loop_plan(p, a.link_gbps * 1e9);
-    e.offsets = plan.offsets;
-    e.period = plan.period;
-  }
-  return e;
-}
-
-Nanos seconds(double s, const char* option) {
-  if (!(s > 0) || s > 86400) throw std::invalid_argument(std::string(option) + " must be from 0 to 86400 seconds");
-  return static_cast<Nanos>(std::llround(s * 1e9));
-}
-
-std::string self_exe() {
-  std::vector<char> buf(4096);
-  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the tensorwire binary (/proc/self/exe)");
-  return std::string(buf.data(), static_cast<std::size_t>(n));
 }
 
 std::vector<std::pair<RankId, double>> parse_slow_ranks(const std::vector<std::string>& specs, std::size_t ranks) {

@@ -2,19 +2,15 @@
 // `tensorwire results rates`: goodput at the receivers, per flow and per rank.
 #include <fmt/core.h>
 
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "tensorwire/core/run_dir.hpp"
-#include "tensorwire/agent/agent.hpp"
-#include "tensorwire/core/records.hpp"
-#include "tensorwire/analysis/run_check.hpp"
 #include "tensorwire/analysis/rates.hpp"
-#include "tensorwire/core/text_table.hpp"
+#include "tensorwire/analysis/run_check.hpp"
+#include "tensorwire/analysis/sources.hpp"
 #include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/core/text_table.hpp"
 #include "tensorwire/launch/local_replay.hpp"
 
 namespace tw::cli {
@@ -22,27 +18,22 @@ namespace {
 
 int run_check_command(const std::string& dir, std::string profile_path) {
   const nlohmann::json first = read_agent_summary(dir, 0);
-  // A controller's run directory holds the profile it replayed.
-  const std::string in_dir = run_dir::profile_file(dir);
-  if (profile_path.empty()) profile_path = std::filesystem::exists(in_dir) ? in_dir : first.value("profile", "");
-  const Profile p = load_profile_or_throw(profile_path);
+  const Profile p = load_profile_or_throw(profile_path.empty() ? run_profile_path(dir) : profile_path);
   RunCheckOptions o;
   o.iterations = first.value("iterations", std::uint64_t{0});
   o.open_loop = first.contains("options") && first["options"].value("open_loop", false);
-  std::vector<std::vector<Record>> ranks;
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
     const nlohmann::json s = read_agent_summary(dir, static_cast<RankId>(r));
     if (!s.value("finished", false)) {
       fmt::print(stderr, "{}: rank {} did not finish: {}\n", dir, r, s.value("error", "no reason recorded"));
       return 1;
     }
-    ranks.push_back(read_records(run_dir::records_file(dir, static_cast<RankId>(r))));
     // Results merged from several clocks are only as aligned as the clock sync.
     if (s.contains("clock") && s["clock"].contains("bound_ns")) {
       o.cross_rank_tolerance = std::max(o.cross_rank_tolerance, 50 * kMicro + 2 * s["clock"]["bound_ns"].get<Nanos>());
     }
   }
-  const RunCheck c = check_run(p, ranks, o);
+  const RunCheck c = check_run(p, load_run_records(dir, p), o);
   for (const auto& problem : c.problems) fmt::print(stderr, "{}: {}\n", dir, problem);
   if (!c.problems.empty()) return 1;
   fmt::print("{}: ok: {} messages ({:.1f} MB) of {} iterations delivered whole, {} dependencies honoured\n", dir,
@@ -51,12 +42,8 @@ int run_check_command(const std::string& dir, std::string profile_path) {
 }
 
 int rates_command(const std::string& dir, bool json) {
-  const nlohmann::json first = read_agent_summary(dir, 0);
-  const std::string in_dir = run_dir::profile_file(dir);
-  const Profile p = load_profile_or_throw(std::filesystem::exists(in_dir) ? in_dir : first.value("profile", ""));
-  std::vector<std::vector<Record>> ranks;
-  for (std::size_t r = 0; r < p.ranks.size(); ++r) ranks.push_back(read_records(run_dir::records_file(dir, static_cast<RankId>(r))));
-  const ReceiveRates rates = receive_rates(p, ranks);
+  const Profile p = load_profile_or_throw(run_profile_path(dir));
+  const ReceiveRates rates = receive_rates(p, load_run_records(dir, p));
   const auto row = [](const ReceiveRate& r) {
     return nlohmann::json{{"messages", r.messages},         {"bytes", r.bytes},
                           {"first_ns", r.first},            {"last_ns", r.last},

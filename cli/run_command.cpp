@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -14,14 +13,16 @@
 
 #include "command.hpp"
 #include "replay_options.hpp"
-#include "tensorwire/core/run_dir.hpp"
-#include "tensorwire/analysis/simulator.hpp"
-#include "tensorwire/analysis/sources.hpp"
+#include "tensorwire/analysis/compare_file.hpp"
 #include "tensorwire/controller/controller.hpp"
 #include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/core/text_table.hpp"
 #include "tensorwire/launch/launchers.hpp"
-#include "tensorwire/launch/testbed.hpp"
+#include "tensorwire/launch/run_settings.hpp"
+#include "tensorwire/launch/testbed_lease.hpp"
+#include "tensorwire/launch/time_scale.hpp"
+#include "tensorwire/util/self_exe.hpp"
 
 namespace tw::cli {
 namespace {
@@ -47,7 +48,7 @@ struct RunArgs {
   double timeout_s = 0;
   bool quiet = false;
   bool json = false;
-  ReplayArgs replay;
+  ReplayOptions replay;
 };
 
 std::string make_run_id() {
@@ -61,46 +62,6 @@ std::string make_run_id() {
 
 std::string signed_duration(Nanos ns) { return (ns < 0 ? "-" : "+") + human_duration(ns < 0 ? -ns : ns); }
 
-// Brings the testbed up for a run (or re-shapes the one that is up) and puts it
-// back as it was afterwards: down if the run brought it up (unless --keep), else
-// its own shaping.
-class TestbedForRun {
- public:
-  TestbedForRun(const RunArgs& a) {
-    spec_ = make_testbed_spec(a.testbed_name, a.testbed, a.rate, a.pairs);
-    const bool shaped = spec_.rate > 0 || !spec_.pairs.empty();
-    if (const auto up = find_testbed(spec_.name)) {
-      if (up->hosts != spec_.hosts) {
-        throw std::invalid_argument("--testbed " + std::to_string(spec_.hosts) + ": testbed " + spec_.name + " is up with " +
-                                    std::to_string(up->hosts) + " hosts");
-      }
-      if (shaped) {
-        restore_ = *up;
-        testbed_reshape(spec_);
-      } else {
-        spec_ = *up;
-      }
-    } else {
-      testbed_up(spec_);
-      brought_up_ = !a.keep;
-    }
-  }
-  ~TestbedForRun() {
-    try {
-      if (brought_up_) testbed_down(spec_.name);
-      else if (restore_) testbed_reshape(*restore_);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "tensorwire run: putting the testbed back: {}\n", e.what());
-    }
-  }
-  const TestbedSpec& spec() const { return spec_; }
-
- private:
-  TestbedSpec spec_;
-  std::optional<TestbedSpec> restore_;
-  bool brought_up_ = false;
-};
-
 int run_command(const RunArgs& a) {
   const int modes = (a.local > 0) + !a.hosts.empty() + (a.expect > 0) + (a.testbed > 0);
   if (modes != 1) {
@@ -109,11 +70,10 @@ int run_command(const RunArgs& a) {
   if ((!a.rate.empty() || !a.pairs.empty() || a.keep) && a.testbed == 0) {
     throw std::invalid_argument("--rate, --pair and --keep shape a testbed: use them with --testbed N");
   }
-  if (!(a.time_scale > 0) || a.time_scale > 1000) throw std::invalid_argument("--time-scale must be from 0 to 1000");
+  const TimeScale scale(a.time_scale);
   const Profile original = load_profile_or_throw(a.profile);
   // Time dilation: the agents replay a stretched profile; results are scaled back.
-  const double k = a.time_scale;
-  const Profile p = k == 1 ? original : time_scaled(original, k);
+  const Profile p = scale.stretch(original);
   const std::size_t ranks = p.ranks.size();
   if ((a.local > 0 && a.local != ranks) || (a.expect > 0 && a.expect != ranks)) {
     throw std::invalid_argument(std::string(a.local ? "--local " : "--expect ") + std::to_string(a.local ? a.local : a.expect) +
@@ -125,44 +85,25 @@ int run_command(const RunArgs& a) {
   o.out_dir = a.out.empty() ? "runs/" + o.run_id : a.out;
   o.token = a.token;
   o.quiet = a.quiet || a.json;
-  o.join_timeout = seconds(a.join_timeout_s, "--join-timeout");
-  if (a.timeout_s > 0) o.run_timeout = seconds(a.timeout_s, "--timeout");
-  const ReplayArgs& r = a.replay;
-  if (r.delay_us < 0) throw std::invalid_argument("--delay-us must be zero or more");
-  RunSettings& s = o.settings;
-  s.iterations = r.iterations;
-  s.open_loop = r.open_loop;
-  if (r.open_loop) {
-    // Planned here, once: agents get the plan and need no observed timings.
-    ReplayArgs slower = r;
-    slower.link_gbps /= k;  // a time-scaled replay runs on a k times slower network
-    ExecutorOptions plan = executor_options(p, slower);
-    s.open_loop_offsets = std::move(plan.offsets);
-    s.open_loop_period = plan.period;
-  }
-  // Spinning costs a core per agent: only when every local agent can have one.
-  const bool crowded = a.local > 0 && a.local >= std::thread::hardware_concurrency();
-  s.spin = static_cast<Nanos>(std::llround((r.spin_us >= 0 ? r.spin_us : (crowded ? 0.0 : 20.0)) * 1e3));
-  s.delay = static_cast<Nanos>(std::llround(r.delay_us * 1e3 * k));
-  o.time_scale = k;
-  s.tx_timestamps = !r.no_tx_timestamps;
-  s.connect_timeout = seconds(r.connect_timeout_s, "--connect-timeout");
-  s.idle_timeout = seconds(r.idle_timeout_s, "--idle-timeout");
+  o.join_timeout = seconds_option(a.join_timeout_s, "--join-timeout");
+  if (a.timeout_s > 0) o.run_timeout = seconds_option(a.timeout_s, "--timeout");
+  o.settings = make_run_settings(p, a.replay, {.scale = scale, .local_agents = a.local, .cores = std::thread::hardware_concurrency()});
+  o.time_scale = scale.factor();
   o.slowdown.assign(ranks, 1.0);
   for (const auto& [rank, f] : parse_slow_ranks(a.slow_ranks, ranks)) o.slowdown[rank] = f;
 
   const std::string log_dir = run_dir::logs_dir(o.out_dir);
   const std::vector<std::string> agent_args = {"--quiet"};
   std::unique_ptr<Launcher> launcher;
-  std::optional<TestbedForRun> testbed;
+  std::optional<TestbedLease> testbed;
   if (a.testbed > 0) {
-    testbed.emplace(a);
+    testbed.emplace(make_testbed_spec(a.testbed_name, a.testbed, a.rate, a.pairs), a.keep);
     const TestbedSpec& spec = testbed->spec();
     o.listen = spec.bridge_address() + ":0";
     auto tl = std::make_unique<TestbedLauncher>(spec, ranks, self_exe(), log_dir, agent_args);
     const TestbedLauncher* placement = tl.get();
-    o.pair_delay = [spec, placement, k](RankId src, RankId dst) {
-      return static_cast<Nanos>(std::llround(static_cast<double>(spec.delay(placement->host_of(src), placement->host_of(dst))) * k));
+    o.pair_delay = [spec, placement, scale](RankId src, RankId dst) {
+      return scale.stretch(static_cast<double>(spec.delay(placement->host_of(src), placement->host_of(dst))));
     };
     launcher = std::move(tl);
   } else if (a.local > 0) {
@@ -192,7 +133,7 @@ int run_command(const RunArgs& a) {
   const RunOutcome out = run_controller(p, o, *launcher);
 
   std::vector<Nanos> times;  // at the original's speed
-  for (const auto& [b, e] : out.iterations) times.push_back(static_cast<Nanos>(std::llround(static_cast<double>(e - b) / k)));
+  for (const auto& [b, e] : out.iterations) times.push_back(scale.scale_back(e - b));
   if (a.json) {
     nlohmann::json j;
     j["run"] = o.run_id;
@@ -230,15 +171,12 @@ int run_command(const RunArgs& a) {
     }
     fmt::print("setup {} (launch to the common start); results {} after the last iteration\n", human_duration(out.setup_ns),
                human_duration(out.collect_ns));
-    if (k != 1) fmt::print("time-scaled: the agents ran {}x slower; times above are scaled back\n", k);
+    if (scale.factor() != 1) fmt::print("time-scaled: the agents ran {}x slower; times above are scaled back\n", scale.factor());
     fmt::print("results in {}\n", out.out_dir);
   }
   // The comparison: against the profile's observed timings, or else its plan.
   if (out.ok && !times.empty()) {
-    const CompareResult cr = compare_with_profile(original, load_run(out.out_dir));
-    nlohmann::json cj = comparison_json(cr.profile, cr.comparison);
-    if (!cr.note.empty()) cj["note"] = cr.note;
-    write_file_atomic(run_dir::compare_file(out.out_dir), cj.dump(2) + "\n");
+    const CompareResult cr = write_run_comparison(original, out.out_dir);
     if (!a.json) {
       fmt::print("\n{}", comparison_text(cr.profile, cr.comparison));
       if (!cr.note.empty()) fmt::print("\n{}\n", cr.note);

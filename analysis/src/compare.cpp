@@ -35,11 +35,6 @@ namespace {
 
 double pct(double replay, double reference) { return (replay - reference) / reference * 100.0; }
 
-Nanos median(std::vector<Nanos> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 Comparison compare_timelines(const Profile& p, const Timeline& ref, const Timeline& rep) {
@@ -97,7 +92,7 @@ Comparison compare_timelines(const Profile& p, const Timeline& ref, const Timeli
           sb.push_back(tb.start - fb.end);
         }
         if (sa.empty()) continue;
-        const Nanos ma = median(sa), mb = median(sb);
+        const Nanos ma = percentile(sa, 0.5), mb = percentile(sb, 0.5);
         c.drifted_edges.push_back({d.op, static_cast<OpIndex>(op), ma, mb, mb - ma});
       }
     }

@@ -100,6 +100,16 @@ SimResult simulate(const Profile& p, const SimOptions& o) {
   return result;
 }
 
+std::vector<Nanos> SimResult::iteration_times() const {
+  std::vector<Nanos> out;
+  Nanos prev = 0;
+  for (Nanos end : iteration_end) {
+    out.push_back(end - prev);
+    prev = end;
+  }
+  return out;
+}
+
 OpenLoopPlan open_loop_plan(const Profile& p, double link_bps) {
   OpenLoopPlan plan;
   plan.offsets.assign(p.ops.size(), 0);
@@ -113,10 +123,7 @@ OpenLoopPlan open_loop_plan(const Profile& p, double link_bps) {
     for (std::size_t i = 0; i < p.ops.size(); ++i) plan.offsets[i] = count[i] > 0 ? sum[i] / count[i] : 0;
     std::vector<Nanos> durations;
     for (const auto& it : p.observed->iterations) durations.push_back(it.duration);
-    if (!durations.empty()) {
-      std::sort(durations.begin(), durations.end());
-      plan.period = durations[durations.size() / 2];
-    }
+    if (!durations.empty()) plan.period = percentile(std::move(durations), 0.5);
     plan.source = "observed";
   }
   if (plan.period == 0) {

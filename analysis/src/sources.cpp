@@ -13,27 +13,34 @@ namespace tw {
 
 namespace fs = std::filesystem;
 
-LoadedRun load_run(const std::string& dir) {
-  if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": not a run directory");
-  LoadedRun run;
-  run.dir = dir;
-  std::string profile_path = run_dir::profile_file(dir);
-  if (!fs::exists(profile_path)) {
-    const fs::path summary = run_dir::summary_file(dir, 0);
-    std::ifstream in(summary);
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (!in || j.is_discarded() || !j.contains("profile") || !j["profile"].is_string()) {
-      throw std::runtime_error(dir + ": no profile.yaml, and no rank-0.json naming the profile");
-    }
-    profile_path = j["profile"].get<std::string>();
+std::string run_profile_path(const std::string& dir) {
+  const std::string profile_path = run_dir::profile_file(dir);
+  if (fs::exists(profile_path)) return profile_path;
+  const fs::path summary = run_dir::summary_file(dir, 0);
+  std::ifstream in(summary);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!in || j.is_discarded() || !j.contains("profile") || !j["profile"].is_string()) {
+    throw std::runtime_error(dir + ": no profile.yaml, and no rank-0.json naming the profile");
   }
-  run.profile = load_profile_or_throw(profile_path);
+  return j["profile"].get<std::string>();
+}
+
+std::vector<std::vector<Record>> load_run_records(const std::string& dir, const Profile& profile) {
   std::vector<std::vector<Record>> ranks;
-  for (std::size_t r = 0; r < run.profile.ranks.size(); ++r) {
+  for (std::size_t r = 0; r < profile.ranks.size(); ++r) {
     const std::string path = run_dir::records_file(dir, static_cast<RankId>(r));
     if (!fs::exists(path)) throw std::runtime_error(dir + ": no records of rank " + std::to_string(r) + " (" + path + ")");
     ranks.push_back(read_records(path));
   }
+  return ranks;
+}
+
+LoadedRun load_run(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": not a run directory");
+  LoadedRun run;
+  run.dir = dir;
+  run.profile = load_profile_or_throw(run_profile_path(dir));
+  const std::vector<std::vector<Record>> ranks = load_run_records(dir, run.profile);
   run.timeline = timeline_from_records(run.profile, ranks, "run " + dir);
   // A time-dilated run is compared at the original's speed.
   std::ifstream rj(run_dir::run_file(dir));

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace tw {
 
@@ -26,7 +27,24 @@ namespace {
 // this long: the most a packet waits in the ring before we write it.
 constexpr int kBlockTimeoutMs = 50;
 
-struct Handle {
+// One interface's capture: its libpcap handle and the file it dumps to, closed
+// (the file first) when it goes. Move-only: libpcap has one owner per handle.
+class Handle {
+ public:
+  Handle(std::string name_, std::string file_) : name(std::move(name_)), file(std::move(file_)) {}
+  ~Handle() { close(); }
+  Handle(Handle&& o) noexcept
+      : name(std::move(o.name)), file(std::move(o.file)), pcap(std::exchange(o.pcap, nullptr)),
+        dump(std::exchange(o.dump, nullptr)), packets(o.packets), failed(o.failed) {}
+  Handle& operator=(Handle&&) = delete;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  void close() noexcept {
+    if (dump) pcap_dump_close(std::exchange(dump, nullptr));
+    if (pcap) pcap_close(std::exchange(pcap, nullptr));
+  }
+
   std::string name, file;
   pcap_t* pcap = nullptr;
   pcap_dumper_t* dump = nullptr;
@@ -38,13 +56,6 @@ void on_packet(u_char* user, const pcap_pkthdr* h, const u_char* bytes) {
   auto* handle = reinterpret_cast<Handle*>(user);
   pcap_dump(reinterpret_cast<u_char*>(handle->dump), h, bytes);
   ++handle->packets;
-}
-
-void close_handle(Handle& h) {
-  if (h.dump) pcap_dump_close(h.dump);
-  if (h.pcap) pcap_close(h.pcap);
-  h.dump = nullptr;
-  h.pcap = nullptr;
 }
 
 }  // namespace
@@ -59,7 +70,6 @@ struct WireTap::Impl {
   ~Impl() {
     stopping = true;
     if (thread.joinable()) thread.join();
-    for (auto& h : handles) close_handle(h);
   }
 
   void fail(Handle& h, const std::string& why) {
@@ -109,12 +119,10 @@ std::unique_ptr<WireTap> WireTap::start(const WireTapOptions& o) {
   auto impl = std::make_unique<Impl>();
   char err[PCAP_ERRBUF_SIZE] = "";
   for (const auto& name : o.interfaces) {
-    Handle h;
-    h.name = name;
-    h.file = o.dir + "/" + capture_dir::wire_file_name(name);
+    // Its place in `handles` before anything can fail: every handle opened is closed.
+    Handle& h = impl->handles.emplace_back(name, o.dir + "/" + capture_dir::wire_file_name(name));
     h.pcap = pcap_create(name.c_str(), err);
     if (!h.pcap) throw std::runtime_error("wire tap on " + name + ": " + err);
-    impl->handles.push_back(h);
     pcap_t* p = h.pcap;
     pcap_set_snaplen(p, o.snaplen);
     pcap_set_promisc(p, 0);
@@ -137,8 +145,8 @@ std::unique_ptr<WireTap> WireTap::start(const WireTapOptions& o) {
     }
     pcap_freecode(&prog);
     if (pcap_setnonblock(p, 1, err) != 0) throw std::runtime_error("wire tap on " + name + ": " + err);
-    impl->handles.back().dump = pcap_dump_open(p, impl->handles.back().file.c_str());
-    if (!impl->handles.back().dump) throw std::runtime_error("wire tap: " + std::string(pcap_geterr(p)));
+    h.dump = pcap_dump_open(p, h.file.c_str());
+    if (!h.dump) throw std::runtime_error("wire tap: " + std::string(pcap_geterr(p)));
   }
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->run(); });
@@ -160,7 +168,7 @@ WireTapReport WireTap::stop(Nanos linger) {
       r.interface_dropped += st.ps_ifdrop;
     }
     if (!h.failed && pcap_dump_flush(h.dump) != 0) impl_->fail(h, std::strerror(errno));
-    close_handle(h);
+    h.close();
   }
   r.error = impl_->error;
   return r;

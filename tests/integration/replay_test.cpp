@@ -25,6 +25,9 @@
 #include "tensorwire/launch/child_process.hpp"
 #include "tensorwire/core/frame.hpp"
 #include "tensorwire/protocol/roster.hpp"
+#include "tensorwire/util/system_call.hpp"
+#include "tensorwire/util/temp_dir.hpp"
+#include "tensorwire/util/unique_fd.hpp"
 
 namespace tw {
 namespace {
@@ -34,17 +37,10 @@ namespace fs = std::filesystem;
 const std::string kBinary = TW_BINARY;
 const std::string kSource = TW_SOURCE_DIR;
 
-class TempDir {
+// A fresh directory per test, removed with what the agents left in it.
+class TempDir : public tw::TempDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/tw-replay-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : tw::TempDir("tw-replay") {}
 };
 
 struct Ran {
@@ -262,48 +258,42 @@ class Pair {
  public:
   explicit Pair(const std::string& dir) : dir_(dir) {
     for (int i = 0; i < 2; ++i) {
-      fds_[i] = ::socket(AF_INET, SOCK_STREAM, 0);
+      fds_[i].reset(system_call("socket", ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)));
       sockaddr_in sa{};
       sa.sin_family = AF_INET;
       sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
       socklen_t len = sizeof sa;
-      ::bind(fds_[i], reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-      ::listen(fds_[i], 16);
-      ::getsockname(fds_[i], reinterpret_cast<sockaddr*>(&sa), &len);
+      system_call("bind 127.0.0.1", ::bind(fds_[i].get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa));
+      system_call("listen", ::listen(fds_[i].get(), 16));
+      system_call("getsockname", ::getsockname(fds_[i].get(), reinterpret_cast<sockaddr*>(&sa), &len));
       roster_.ranks.push_back({static_cast<std::uint32_t>(i), "127.0.0.1", ntohs(sa.sin_port)});
     }
     roster_.token = "secret-token";
     std::ofstream(dir + "/roster.yaml") << write_roster(roster_);
   }
-  ~Pair() {
-    for (int fd : fds_) ::close(fd);
-  }
   ChildProcess start(int rank, const std::string& profile, std::vector<std::string> extra = {}) {
     std::vector<std::string> argv = {kBinary, "agent", "--rank", std::to_string(rank), "--profile", profile, "--roster",
                                      dir_ + "/roster.yaml", "--out", dir_, "--listen-fd", "3", "--quiet"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    return ChildProcess::spawn(argv, fds_[rank]);
+    return ChildProcess::spawn(argv, fds_[rank].get());
   }
   const Roster& roster() const { return roster_; }
-  int listen_fd(int rank) const { return fds_[rank]; }
+  int listen_fd(int rank) const { return fds_[rank].get(); }
 
  private:
   std::string dir_;
-  int fds_[2] = {-1, -1};
+  UniqueFd fds_[2];
   Roster roster_;
 };
 
-// A TCP connection to 127.0.0.1:port, for playing a peer by hand; -1 on failure.
-int dial_loopback(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+// A TCP connection to 127.0.0.1:port, for playing a peer by hand; empty on failure.
+UniqueFd dial_loopback(std::uint16_t port) {
+  UniqueFd fd(system_call("socket", ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)));
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   sa.sin_port = htons(port);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-    ::close(fd);
-    return -1;
-  }
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return {};
   return fd;
 }
 
@@ -362,15 +352,15 @@ TEST(Replay, AWrongTokenIsRefused) {
   TempDir dir2;
   Pair pair2(dir2.path());
   ChildProcess c = pair2.start(0, profile, {"--connect-timeout", "2"});
-  const int fd = dial_loopback(pair2.roster().ranks[0].port);
-  ASSERT_GE(fd, 0);
+  UniqueFd fd = dial_loopback(pair2.roster().ranks[0].port);
+  ASSERT_TRUE(fd);
   const Profile p = load(profile);
   const std::string hello = frame::encode_hello({p.flow_by_id.at("r1-r0"), 1, frame::profile_digest(p), "not-the-token"});
-  ASSERT_EQ(::write(fd, hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
+  ASSERT_EQ(::write(fd.get(), hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
   std::array<std::byte, frame::kAcceptSize> reply{};
-  ASSERT_EQ(::read(fd, reply.data(), reply.size()), static_cast<ssize_t>(reply.size()));
+  ASSERT_EQ(::read(fd.get(), reply.data(), reply.size()), static_cast<ssize_t>(reply.size()));
   EXPECT_EQ(frame::decode_accept(reply), frame::AcceptStatus::bad_token);
-  ::close(fd);
+  fd.reset();
   wait_for(c, std::chrono::seconds(10));
 }
 
@@ -394,16 +384,16 @@ TEST(Replay, ABadFrameEndsTheAgent) {
   const Profile p = load(profile);
   ChildProcess a = pair.start(0, profile, {"--connect-timeout", "5"});
   // Play rank 1 by hand: say hello on flow r1-r0, then send garbage.
-  const int fd = dial_loopback(pair.roster().ranks[0].port);
-  ASSERT_GE(fd, 0);
+  UniqueFd fd = dial_loopback(pair.roster().ranks[0].port);
+  ASSERT_TRUE(fd);
   const std::string hello = frame::encode_hello({p.flow_by_id.at("r1-r0"), 1, frame::profile_digest(p), "secret-token"});
-  ASSERT_EQ(::write(fd, hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
+  ASSERT_EQ(::write(fd.get(), hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
   char accept[frame::kAcceptSize];
-  ASSERT_EQ(::read(fd, accept, sizeof accept), static_cast<ssize_t>(sizeof accept));
+  ASSERT_EQ(::read(fd.get(), accept, sizeof accept), static_cast<ssize_t>(sizeof accept));
   const std::string junk(64, 'x');
-  ASSERT_EQ(::write(fd, junk.data(), junk.size()), 64);
+  ASSERT_EQ(::write(fd.get(), junk.data(), junk.size()), 64);
   const int st = wait_for(a, std::chrono::seconds(10));
-  ::close(fd);
+  fd.reset();
   ASSERT_NE(st, -1);
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0);
   const std::string err = summary_error(dir.path(), 0);

@@ -50,6 +50,7 @@ TEST(Executor, ChainRunsAtItsCriticalPathWithTheBarrier) {
   ASSERT_EQ(r.iteration_end.size(), 3U);
   EXPECT_EQ(r.iteration_end[0], iteration);
   EXPECT_EQ(r.iteration_end[2], 3 * iteration);
+  EXPECT_EQ(r.iteration_times(), std::vector<Nanos>(3, iteration)) << "each from the end of the one before";
   EXPECT_EQ(r.makespan, lower_bound(p, compute_stats(p), 10e9).run);
   expect_dependencies_honoured(p, r);
   ASSERT_EQ(r.rank_iterations[1].size(), 3U);

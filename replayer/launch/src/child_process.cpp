@@ -13,7 +13,12 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <fstream>
+#include <iterator>
 #include <thread>
+
+#include "tensorwire/util/system_call.hpp"
+#include "tensorwire/util/temp_dir.hpp"
 
 namespace tw {
 
@@ -54,33 +59,31 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const Spa
   std::vector<char*> envp;
   for (auto& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
-  int in_pipe[2] = {-1, -1};
-  if (options.stdin_text && ::pipe2(in_pipe, O_CLOEXEC) != 0) {
-    throw std::runtime_error("cannot start " + argv[0] + ": pipe: " + std::strerror(errno));
+  UniqueFd stdin_read, stdin_write;
+  if (options.stdin_text) {
+    int fds[2] = {-1, -1};
+    system_call("cannot start " + argv[0] + ": pipe", ::pipe2(fds, O_CLOEXEC));
+    stdin_read.reset(fds[0]);
+    stdin_write.reset(fds[1]);
   }
-  int out_fd = -1;
+  UniqueFd out;
   if (!options.output_path.empty()) {
-    out_fd = ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (out_fd < 0) throw std::runtime_error(options.output_path + ": cannot create: " + std::strerror(errno));
+    out.reset(system_call(options.output_path + ": cannot create",
+                          ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)));
   }
+  const int in_fd = stdin_read.get();
+  const int out_fd = out.get();
   const int keep_fd = options.keep_fd;
   const bool die_with_parent = options.die_with_parent;
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
-    for (int fd : {in_pipe[0], in_pipe[1], out_fd}) {
-      if (fd >= 0) ::close(fd);
-    }
-    throw std::runtime_error(std::string("cannot start ") + argv[0] + ": fork: " + std::strerror(err));
-  }
+  const pid_t pid = system_call("cannot start " + argv[0] + ": fork", ::fork());
   if (pid == 0) {
-    // Only async-signal-safe calls from here to exec.
+    // Only async-signal-safe calls from here to exec (no destructor runs: exec or _exit).
     if (die_with_parent) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
     }
-    if (in_pipe[0] >= 0 && ::dup2(in_pipe[0], 0) < 0) ::_exit(127);
+    if (in_fd >= 0 && ::dup2(in_fd, 0) < 0) ::_exit(127);
     if (out_fd >= 0 && (::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0)) ::_exit(127);
     if (keep_fd >= 0 && keep_fd != 3) {
       if (::dup2(keep_fd, 3) < 0) ::_exit(127);
@@ -91,16 +94,16 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const Spa
     ::execve(exe.c_str(), args.data(), envp.data());
     ::_exit(127);
   }
-  if (out_fd >= 0) ::close(out_fd);
+  stdin_read.reset();  // the child's end
+  out.reset();
   ChildProcess child(pid);
   if (options.stdin_text) {
-    ::close(in_pipe[0]);
-    child.stdin_fd_ = in_pipe[1];
+    child.stdin_fd_ = std::move(stdin_write);
     // A short text fits the pipe's buffer: this never blocks.
     const std::string& t = *options.stdin_text;
     std::size_t off = 0;
     while (off < t.size()) {
-      const ssize_t n = ::write(in_pipe[1], t.data() + off, t.size() - off);
+      const ssize_t n = ::write(child.stdin_fd_.get(), t.data() + off, t.size() - off);
       if (n <= 0) break;  // the child is gone already: poll() will tell
       off += static_cast<std::size_t>(n);
     }
@@ -109,7 +112,7 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const Spa
 }
 
 ChildProcess::~ChildProcess() {
-  if (stdin_fd_ >= 0) ::close(stdin_fd_);
+  stdin_fd_.reset();
   if (pid_ > 0 && !status_) {
     ::kill(pid_, SIGKILL);
     int st = 0;
@@ -163,10 +166,8 @@ std::string ChildProcess::describe(int st) {
 bool CommandResult::ok() const { return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
 CommandResult run_command(const std::vector<std::string>& argv, long timeout_ms) {
-  char path[] = "/tmp/tensorwire-cmd-XXXXXX";
-  const int fd = ::mkstemp(path);
-  if (fd < 0) throw std::runtime_error(std::string("cannot create a temporary file: ") + std::strerror(errno));
-  ::close(fd);
+  const TempDir dir("tensorwire-cmd");
+  const std::string path = dir.path() + "/output";
   CommandResult r;
   {
     SpawnOptions so;
@@ -179,13 +180,7 @@ CommandResult run_command(const std::vector<std::string>& argv, long timeout_ms)
     }
     if (st) r.status = *st;  // else the destructor kills it
   }
-  if (std::FILE* f = std::fopen(path, "r")) {
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
-    std::fclose(f);
-  }
-  ::unlink(path);
+  if (std::ifstream in(path, std::ios::binary); in) r.output.assign(std::istreambuf_iterator<char>(in), {});
   while (!r.output.empty() && (r.output.back() == '\n' || r.output.back() == ' ')) r.output.pop_back();
   return r;
 }

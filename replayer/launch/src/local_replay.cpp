@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,14 +12,16 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <stdexcept>
 #include <thread>
 
 #include "tensorwire/agent/agent.hpp"
+#include "tensorwire/controller/control.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/child_process.hpp"
 #include "tensorwire/protocol/roster.hpp"
+#include "tensorwire/util/system_call.hpp"
+#include "tensorwire/util/unique_fd.hpp"
 
 namespace tw {
 namespace {
@@ -28,49 +29,24 @@ namespace {
 // A listening TCP socket on 127.0.0.1 with a kernel-chosen port.
 class LoopbackListener {
  public:
-  LoopbackListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  LoopbackListener() : fd_(system_call("socket", ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0))) {
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof sa;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd_, 128) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
-      const int e = errno;
-      ::close(fd_);
-      throw std::runtime_error(std::string("cannot listen on 127.0.0.1: ") + std::strerror(e));
+    if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd_.get(), 128) != 0 ||
+        ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+      system_call("cannot listen on 127.0.0.1", -1);
     }
     port_ = ntohs(sa.sin_port);
   }
-  ~LoopbackListener() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  LoopbackListener(LoopbackListener&& o) noexcept : fd_(o.fd_), port_(o.port_) { o.fd_ = -1; }
-  LoopbackListener(const LoopbackListener&) = delete;
-  LoopbackListener& operator=(const LoopbackListener&) = delete;
-  LoopbackListener& operator=(LoopbackListener&&) = delete;
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   std::uint16_t port() const { return port_; }
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
   std::uint16_t port_ = 0;
 };
-
-std::string random_token() {
-  std::random_device rd;
-  std::string out;
-  const char* hex = "0123456789abcdef";
-  for (int i = 0; i < 32; ++i) out += hex[rd() % 16];
-  return out;
-}
-
-Nanos realtime_now() {
-  timespec ts;
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<Nanos>(ts.tv_sec) * kSecond + ts.tv_nsec;
-}
 
 }  // namespace
 
@@ -124,7 +100,7 @@ LocalReplayResult run_local_replay(const Profile& profile, const LocalReplayOpti
   write_file_atomic(roster_path, write_roster(roster));
   for (std::size_t r = 0; r < n; ++r) std::filesystem::remove(run_dir::summary_file(o.out_dir, static_cast<RankId>(r)), ec);
 
-  const Nanos start_at = realtime_now() + o.start_delay;
+  const Nanos start_at = realtime_ns() + o.start_delay;
   std::vector<ChildProcess> children;
   for (std::size_t r = 0; r < n; ++r) {
     std::vector<std::string> argv = {o.exe, "agent", "--rank", std::to_string(r), "--profile", o.profile_path,

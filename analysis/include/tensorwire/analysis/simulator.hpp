@@ -37,6 +37,9 @@ struct SimResult {
   std::vector<Nanos> iteration_end;  // job-wide: when the last rank finished each iteration
   Nanos makespan = 0;
   std::vector<SimOpTiming> ops;  // every op instance, in start order
+
+  // Job-wide: how long each iteration took, from the end of the one before.
+  std::vector<Nanos> iteration_times() const;
 };
 
 // The plan of an open-loop replay: each op's start offset within an iteration and

@@ -3,12 +3,22 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tensorwire/analysis/compare.hpp"
 #include "tensorwire/analysis/timeline.hpp"
 #include "tensorwire/core/profile.hpp"
+#include "tensorwire/core/records.hpp"
 
 namespace tw {
+
+// The profile a run directory replayed: its profile.yaml, else the path its
+// rank-0.json names. Throws std::runtime_error when it has neither.
+std::string run_profile_path(const std::string& dir);
+
+// Every rank's records in a run directory, indexed by rank. Throws
+// std::runtime_error naming the rank whose records are missing or unreadable.
+std::vector<std::vector<Record>> load_run_records(const std::string& dir, const Profile& profile);
 
 struct LoadedRun {
   std::string dir;
@@ -16,8 +26,8 @@ struct LoadedRun {
   Timeline timeline;
 };
 
-// A run directory: its profile (profile.yaml, else the path its summaries name)
-// and every rank's records. Throws std::runtime_error naming what is missing.
+// A run directory: its profile (run_profile_path) and every rank's records as a
+// timeline. Throws std::runtime_error naming what is missing.
 LoadedRun load_run(const std::string& dir);
 
 struct CompareResult {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tensorwire/util/unique_fd.hpp"
+
 namespace tw {
 
 struct SpawnOptions {
@@ -25,8 +27,9 @@ struct SpawnOptions {
 class ChildProcess {
  public:
   // Starts argv[0] (a path, or a name looked up in PATH) with argv. No descriptor
-  // beyond stdio (and keep_fd) is inherited. Throws std::runtime_error if the
-  // process cannot be started.
+  // beyond stdio (and keep_fd) is inherited. Throws std::runtime_error (a
+  // std::system_error naming the call when one failed) if the process cannot be
+  // started.
   static ChildProcess spawn(const std::vector<std::string>& argv, const SpawnOptions& options);
   static ChildProcess spawn(const std::vector<std::string>& argv, int keep_fd = -1) {
     SpawnOptions o;
@@ -34,10 +37,7 @@ class ChildProcess {
     return spawn(argv, o);
   }
 
-  ChildProcess(ChildProcess&& o) noexcept : pid_(o.pid_), status_(o.status_), stdin_fd_(o.stdin_fd_) {
-    o.pid_ = -1;
-    o.stdin_fd_ = -1;
-  }
+  ChildProcess(ChildProcess&& o) noexcept : pid_(o.pid_), status_(o.status_), stdin_fd_(std::move(o.stdin_fd_)) { o.pid_ = -1; }
   ChildProcess& operator=(ChildProcess&&) = delete;
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -58,7 +58,7 @@ class ChildProcess {
   explicit ChildProcess(pid_t pid) : pid_(pid) {}
   pid_t pid_ = -1;
   std::optional<int> status_;
-  int stdin_fd_ = -1;  // our end of the child's stdin pipe
+  UniqueFd stdin_fd_;  // our end of the child's stdin pipe
 };
 
 // Runs a command to its end within `timeout` (then kills it), capturing what it

@@ -1,0 +1,56 @@
+// How agents replay, from what the user asked for on the command line: the one
+// place where `tensorwire run`, `agent` and `replay --local` turn replay options
+// into the settings every agent of a run replays with (and, through
+// executor_options_for, its executor options). Pure: no I/O; any thread.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "tensorwire/controller/control.hpp"
+#include "tensorwire/core/profile.hpp"
+#include "tensorwire/core/units.hpp"
+#include "tensorwire/launch/time_scale.hpp"
+
+namespace tw {
+
+// The replay options as given (--open-loop, --link-gbps, ...), in their units.
+struct ReplayOptions {
+  bool open_loop = false;
+  double link_gbps = 10;  // the timing model's link rate: open-loop plan, comparison
+  double slowdown = 1;    // this rank's compute (agent --slowdown)
+  double spin_us = -1;    // -1: automatic (spin_us_for)
+  double delay_us = 0;
+  std::uint64_t iterations = 0;  // 0: the profile's
+  bool no_tx_timestamps = false;
+  double connect_timeout_s = 30;
+  double idle_timeout_s = 60;
+};
+
+// Where the agents of a run replay.
+struct RunPlacement {
+  TimeScale scale = TimeScale(1);  // the profile replayed is stretched by it
+  std::size_t local_agents = 0;  // agents sharing this machine's cores; 0: not local
+  unsigned cores = 1;            // this machine's (std::thread::hardware_concurrency())
+};
+
+// Microseconds of busy-waiting before each deadline: as asked, else 20, or none
+// when local agents outnumber the cores (spinning costs a core per agent).
+double spin_us_for(const ReplayOptions& o, const RunPlacement& where);
+
+// The settings of every agent of a run. `replayed` is the profile the agents get
+// (already stretched by where.scale): an open-loop plan is made for it, on a link
+// where.scale times slower. Throws std::invalid_argument naming the option that
+// is out of range.
+RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, const RunPlacement& where);
+
+// The command-line options that give an agent started by `replay --local` these
+// replay options (its spin as spin_us_for decides).
+std::vector<std::string> agent_arguments(const ReplayOptions& o, const RunPlacement& where);
+
+// Seconds from an option, checked to be in (0, 1 day]; throws
+// std::invalid_argument naming the option.
+Nanos seconds_option(double s, const char* option);
+
+}  // namespace tw

@@ -1,0 +1,57 @@
+#include "tensorwire/launch/run_settings.hpp"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "tensorwire/analysis/simulator.hpp"
+
+namespace tw {
+
+double spin_us_for(const ReplayOptions& o, const RunPlacement& where) {
+  if (o.spin_us >= 0) return o.spin_us;
+  const bool crowded = where.local_agents > 0 && where.local_agents >= where.cores;
+  return crowded ? 0.0 : 20.0;
+}
+
+RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, const RunPlacement& where) {
+  if (!(o.slowdown > 0) || o.slowdown > 1000) throw std::invalid_argument("--slowdown must be from 0 to 1000");
+  if (o.delay_us < 0) throw std::invalid_argument("--delay-us must be zero or more");
+  const double k = where.scale.factor();
+  RunSettings s;
+  s.iterations = o.iterations;
+  s.open_loop = o.open_loop;
+  if (o.open_loop) {
+    // Planned here, once: agents get the plan and need no observed timings. A
+    // time-scaled replay runs on a k times slower network.
+    const OpenLoopPlan plan = open_loop_plan(replayed, o.link_gbps / k * 1e9);
+    s.open_loop_offsets = plan.offsets;
+    s.open_loop_period = plan.period;
+  }
+  s.spin = static_cast<Nanos>(std::llround(spin_us_for(o, where) * 1e3));
+  s.delay = where.scale.stretch(o.delay_us * 1e3);
+  s.tx_timestamps = !o.no_tx_timestamps;
+  s.connect_timeout = seconds_option(o.connect_timeout_s, "--connect-timeout");
+  s.idle_timeout = seconds_option(o.idle_timeout_s, "--idle-timeout");
+  return s;
+}
+
+std::vector<std::string> agent_arguments(const ReplayOptions& o, const RunPlacement& where) {
+  std::vector<std::string> args = {"--spin-us",         fmt::format("{}", spin_us_for(o, where)),
+                                   "--link-gbps",       fmt::format("{}", o.link_gbps),
+                                   "--connect-timeout", fmt::format("{}", o.connect_timeout_s),
+                                   "--idle-timeout",    fmt::format("{}", o.idle_timeout_s)};
+  if (o.open_loop) args.push_back("--open-loop");
+  if (o.no_tx_timestamps) args.push_back("--no-tx-timestamps");
+  if (o.delay_us > 0) args.insert(args.end(), {"--delay-us", fmt::format("{}", o.delay_us)});
+  if (o.iterations > 0) args.insert(args.end(), {"--iterations", std::to_string(o.iterations)});
+  return args;
+}
+
+Nanos seconds_option(double s, const char* option) {
+  if (!(s > 0) || s > 86400) throw std::invalid_argument(std::string(option) + " must be from 0 to 86400 seconds");
+  return static_cast<Nanos>(std::llround(s * 1e9));
+}
+
+}  // namespace tw

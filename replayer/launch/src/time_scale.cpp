@@ -1,0 +1,18 @@
+#include "tensorwire/launch/time_scale.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace tw {
+
+TimeScale::TimeScale(double k) : k_(k) {
+  if (!(k > 0) || k > 1000) throw std::invalid_argument("--time-scale must be from 0 to 1000");
+}
+
+Profile TimeScale::stretch(const Profile& p) const { return k_ == 1 ? p : time_scaled(p, k_); }
+
+Nanos TimeScale::stretch(double ns) const { return static_cast<Nanos>(std::llround(ns * k_)); }
+
+Nanos TimeScale::scale_back(Nanos ns) const { return static_cast<Nanos>(std::llround(static_cast<double>(ns) / k_)); }
+
+}  // namespace tw

@@ -1,0 +1,103 @@
+// The run policy: replay options to the settings every agent replays with, and
+// time dilation. One derivation for `run`, `agent` and `replay --local`.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "tensorwire/analysis/simulator.hpp"
+#include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/launch/run_settings.hpp"
+#include "tensorwire/launch/time_scale.hpp"
+
+namespace tw {
+namespace {
+
+Profile mlp() { return load_profile_or_throw(std::string(TW_SOURCE_DIR) + "/traffic_profiles/mlp-ring-2.yaml"); }
+
+TEST(RunSettings, SpinsUnlessLocalAgentsOutnumberTheCores) {
+  ReplayOptions o;
+  EXPECT_EQ(spin_us_for(o, {}), 20.0) << "one agent, or agents elsewhere";
+  EXPECT_EQ(spin_us_for(o, {.local_agents = 3, .cores = 4}), 20.0);
+  EXPECT_EQ(spin_us_for(o, {.local_agents = 4, .cores = 4}), 0.0);
+  o.spin_us = 5;
+  EXPECT_EQ(spin_us_for(o, {.local_agents = 8, .cores = 2}), 5.0) << "as asked";
+}
+
+TEST(RunSettings, FromTheOptionsWithDelaysStretched) {
+  ReplayOptions o;
+  o.delay_us = 1.5;
+  o.iterations = 7;
+  o.no_tx_timestamps = true;
+  o.connect_timeout_s = 2;
+  const RunSettings s = make_run_settings(mlp(), o, {.scale = TimeScale(2)});
+  EXPECT_EQ(s.iterations, 7U);
+  EXPECT_FALSE(s.open_loop);
+  EXPECT_EQ(s.spin, 20 * kMicro);
+  EXPECT_EQ(s.delay, 3000) << "a time-scaled replay stretches the emulated delay";
+  EXPECT_FALSE(s.tx_timestamps);
+  EXPECT_EQ(s.connect_timeout, 2 * kSecond);
+  EXPECT_EQ(s.idle_timeout, 60 * kSecond);
+  const ExecutorOptions e = executor_options_for(s, 1.5);
+  EXPECT_EQ(e.iterations, 7U);
+  EXPECT_EQ(e.slowdown, 1.5);
+}
+
+TEST(RunSettings, OpenLoopIsPlannedOnALinkAsMuchSlowerAsTheReplay) {
+  const Profile p = mlp();
+  ReplayOptions o;
+  o.open_loop = true;
+  o.link_gbps = 10;
+  const RunSettings s = make_run_settings(p, o, {.scale = TimeScale(4)});
+  const OpenLoopPlan plan = open_loop_plan(p, 2.5e9);
+  EXPECT_TRUE(s.open_loop);
+  EXPECT_EQ(s.open_loop_offsets, plan.offsets);
+  EXPECT_EQ(s.open_loop_period, plan.period);
+  EXPECT_GT(s.open_loop_period, 0);
+}
+
+TEST(RunSettings, RejectsOptionsOutOfRangeNamingThem) {
+  const Profile p = mlp();
+  const auto message = [&](ReplayOptions o) {
+    try {
+      make_run_settings(p, o, {});
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  ReplayOptions o;
+  o.delay_us = -1;
+  EXPECT_EQ(message(o), "--delay-us must be zero or more");
+  o = {};
+  o.slowdown = 0;
+  EXPECT_EQ(message(o), "--slowdown must be from 0 to 1000");
+  o = {};
+  o.idle_timeout_s = 0;
+  EXPECT_EQ(message(o), "--idle-timeout must be from 0 to 86400 seconds");
+  EXPECT_THROW(seconds_option(86401, "--timeout"), std::invalid_argument);
+  EXPECT_EQ(seconds_option(0.5, "--timeout"), 500 * kMilli);
+}
+
+TEST(RunSettings, AgentArgumentsCarryTheOptions) {
+  ReplayOptions o;
+  o.open_loop = true;
+  o.delay_us = 2.5;
+  o.iterations = 3;
+  EXPECT_EQ(agent_arguments(o, {.local_agents = 4, .cores = 2}),
+            (std::vector<std::string>{"--spin-us", "0", "--link-gbps", "10", "--connect-timeout", "30", "--idle-timeout", "60",
+                                      "--open-loop", "--delay-us", "2.5", "--iterations", "3"}));
+}
+
+TEST(TimeScale, StretchesAndScalesBack) {
+  EXPECT_THROW(TimeScale(0), std::invalid_argument);
+  EXPECT_THROW(TimeScale(1001), std::invalid_argument);
+  const TimeScale k(2.5);
+  EXPECT_EQ(k.stretch(1000.0), 2500);
+  EXPECT_EQ(k.scale_back(2500), 1000);
+  const Profile p = mlp();
+  EXPECT_EQ(TimeScale().stretch(p).ops.size(), p.ops.size());
+}
+
+}  // namespace
+}  // namespace tw

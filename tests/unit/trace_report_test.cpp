@@ -1,0 +1,98 @@
+// `trace show` on a capture made in memory, and what a capture needs before its
+// job starts: the tap's interfaces, the shim and python/ beside the binary, the
+// job's environment and the exit code passed on.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tensorwire/capture/capture_setup.hpp"
+#include "tensorwire/capture/trace_report.hpp"
+#include "tensorwire/util/temp_dir.hpp"
+#include "../support/trace_builders.hpp"
+
+namespace tw {
+namespace {
+
+CaptureReading two_messages() {
+  ProcessTrace t = test::one_connection();
+  t.cmdline = {"python3", "train.py"};
+  t.final = true;
+  // Two messages of 4 KiB, far more than the gap apart.
+  t.io = {test::send(1, 1000, 1500, 0, 4096), test::send(1, 1'000'000, 1'000'300, 4096, 4096)};
+  CaptureReading r;
+  r.traces = {t};
+  r.gap = 100 * kMicro;
+  r.analysis = analyse_capture(r.traces, r.gap, nullptr);
+  return r;
+}
+
+TEST(TraceReport, JsonHasProcessesConnectionsAndMessages) {
+  const nlohmann::json j = trace_report_json(two_messages());
+  ASSERT_EQ(j["processes"].size(), 1U);
+  EXPECT_EQ(j["processes"][0]["pid"], 42);
+  EXPECT_EQ(j["wire"]["mode"], "none");
+  ASSERT_EQ(j["connections"].size(), 1U);
+  EXPECT_EQ(j["connections"][0]["messages"], 2);
+  EXPECT_EQ(j["connections"][0]["bytes_sent"], 8192);
+  EXPECT_EQ(j["connections"][0]["in_send"]["count"], 2);
+  EXPECT_EQ(j["connections"][0]["in_send"]["max_ns"], 500);
+  EXPECT_TRUE(j["connections"][0]["queued"].is_null()) << "no wire tap";
+  EXPECT_EQ(j["messages"].size(), 2U);
+  EXPECT_TRUE(j["spans"].empty());
+}
+
+TEST(TraceReport, TextHasTheTablesAndSaysWhatIsUnknown) {
+  const std::string t = trace_report_text(two_messages(), {});
+  EXPECT_NE(t.find("python3 train.py"), std::string::npos) << t;
+  EXPECT_NE(t.find("message timing, p50 / p99 per connection that sent:"), std::string::npos) << t;
+  EXPECT_NE(t.find("send calls less than 100.00 us apart"), std::string::npos) << t;
+  EXPECT_EQ(t.find("annotated compute"), std::string::npos) << "no annotations";
+  EXPECT_EQ(t.find("imported ops"), std::string::npos) << "no import";
+  EXPECT_NE(t.find("wire tap: none; queued, wire and ack times are not known.\n"), std::string::npos) << t;
+  const std::string with_ops = trace_report_text(two_messages(), {{.pid = 42, .thread = "1", .name = "aten::mm", .category = "cpu_op",
+                                                                   .begin = 0, .end = 1000}});
+  EXPECT_NE(with_ops.find("aten::mm"), std::string::npos) << with_ops;
+}
+
+TEST(TraceReport, ACaptureWithoutTracesIsAnError) {
+  const TempDir d("tw-trace-report-test");
+  EXPECT_THROW(read_capture(d.path(), 100 * kMicro), std::runtime_error);
+}
+
+TEST(CaptureSetup, WireOptionNamesTheInterfaces) {
+  EXPECT_EQ(tap_interfaces("auto"), std::vector<std::string>{"any"});
+  EXPECT_TRUE(tap_interfaces("off").empty());
+  EXPECT_EQ(tap_interfaces("lo,,eth0"), (std::vector<std::string>{"lo", "eth0"}));
+  EXPECT_THROW(tap_interfaces(","), std::invalid_argument);
+}
+
+TEST(CaptureSetup, FindsTheShimAndPythonBesideTheBinary) {
+  const TempDir d("tw-capture-setup-test");
+  const std::filesystem::path root = d.path();
+  std::filesystem::create_directories(root / "build/cli");
+  std::filesystem::create_directories(root / "build/capture");
+  std::filesystem::create_directories(root / "python/tensorwire");
+  const std::string exe_dir = (root / "build/cli").string();
+  EXPECT_THROW(find_capture_shim(exe_dir), std::runtime_error);
+  EXPECT_EQ(find_python_dir(exe_dir), "") << "no annotate.py yet";
+  std::ofstream(root / "build/capture/libtensorwire_capture.so") << "";
+  std::ofstream(root / "python/tensorwire/annotate.py") << "";
+  EXPECT_EQ(find_capture_shim(exe_dir), std::filesystem::canonical(root / "build/capture/libtensorwire_capture.so").string());
+  EXPECT_EQ(find_python_dir(exe_dir), std::filesystem::canonical(root / "python").string());
+}
+
+TEST(CaptureSetup, TheJobsEnvironmentAndExitCode) {
+  EXPECT_EQ(capture_environment("/s.so", "/d", "", nullptr, "/x"),
+            (std::vector<std::string>{"LD_PRELOAD=/s.so", "TW_CAPTURE_DIR=/d"}));
+  EXPECT_EQ(capture_environment("/s.so", "/d", "/py", "/other.so", "/x"),
+            (std::vector<std::string>{"LD_PRELOAD=/s.so:/other.so", "TW_CAPTURE_DIR=/d", "PYTHONPATH=/py:/x"}));
+  EXPECT_EQ(capture_environment("/s.so", "/d", "/py", "", ""),
+            (std::vector<std::string>{"LD_PRELOAD=/s.so", "TW_CAPTURE_DIR=/d", "PYTHONPATH=/py"}));
+  EXPECT_EQ(exit_code_of(3 << 8), 3);
+  EXPECT_EQ(exit_code_of(SIGKILL), 128 + SIGKILL);
+}
+
+}  // namespace
+}  // namespace tw
