@@ -96,7 +96,7 @@ int run_agent_command(const AgentArgs& a) {
   c.delay = static_cast<Nanos>(std::llround(a.replay.delay_us * 1e3));
   c.connect_timeout = seconds(a.replay.connect_timeout_s, "--connect-timeout");
   c.idle_timeout = seconds(a.replay.idle_timeout_s, "--idle-timeout");
-  c.listen_fd = a.listen_fd;
+  c.listen_fd = UniqueFd(a.listen_fd);
   c.tx_timestamps = !a.replay.no_tx_timestamps;
   if (a.start_at > 0) c.start_at = a.start_at;
   c.quiet = a.quiet;
