@@ -16,7 +16,8 @@ namespace tw {
 
 class Recorder {
  public:
-  // Opens `path` (errors are reported by stop()) and starts the writer thread.
+  // Creates `path` (throws std::runtime_error if it cannot) and starts the writer
+  // thread; write errors are reported by stop().
   explicit Recorder(const std::string& path);
   ~Recorder() { stop(); }
   Recorder(const Recorder&) = delete;
