@@ -97,7 +97,7 @@ int run_agent_command(const AgentArgs& a) {
   c.delay = s.delay;
   c.connect_timeout = s.connect_timeout;
   c.idle_timeout = s.idle_timeout;
-  c.listen_fd = a.listen_fd;
+  c.listen_fd = UniqueFd(a.listen_fd);
   c.tx_timestamps = s.tx_timestamps;
   if (a.start_at > 0) c.start_at = a.start_at;
   c.quiet = a.quiet;

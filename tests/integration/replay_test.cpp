@@ -377,6 +377,31 @@ TEST(Replay, AConnectThatNeverSucceedsTimesOut) {
   EXPECT_NE(err.find("to 127.0.0.1:" + std::to_string(pair.roster().ranks[1].port)), std::string::npos) << err;
 }
 
+// A peer that dials in and never says hello leaves a handshake suspended when the
+// agent gives up on connecting; ending the agent must not touch freed state
+// (under AddressSanitizer this was a heap-use-after-free in ~Agent). In process,
+// so the sanitizer fails this test, not a child.
+TEST(Replay, AnAgentEndsCleanlyWithAHandshakeStillPending) {
+  TempDir dir;
+  Pair pair(dir.path());
+  const Profile p = load(kSource + "/traffic_profiles/mlp-ring-2.yaml");
+  AgentConfig c;
+  c.rank = 0;
+  c.roster = pair.roster();
+  c.out_dir = dir.path();
+  c.connect_timeout = kSecond;
+  c.listen_fd = UniqueFd(::dup(pair.listen_fd(0)));
+  c.quiet = true;
+  UniqueFd fd = dial_loopback(pair.roster().ranks[0].port);  // queued in the backlog; says nothing
+  ASSERT_TRUE(fd);
+  try {
+    run_agent(p, c);
+    ADD_FAILURE() << "the agent ran without its peer";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("not connected after"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Replay, ABadFrameEndsTheAgent) {
   TempDir dir;
   Pair pair(dir.path());

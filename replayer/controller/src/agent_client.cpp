@@ -316,7 +316,7 @@ class Client final : public AgentLink {
     if (m.contains("delay_from_ns")) config_.delay_from = m["delay_from_ns"].get<std::vector<Nanos>>();
     config_.connect_timeout = s.connect_timeout;
     config_.idle_timeout = s.idle_timeout;
-    config_.listen_fd = listen_fd_;
+    config_.listen_fd = UniqueFd(listen_fd_);
     listen_fd_ = -1;  // the agent owns it now
     config_.tx_timestamps = s.tx_timestamps;
     config_.quiet = o_.quiet;

@@ -13,6 +13,7 @@
 #include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/profile.hpp"
 #include "tensorwire/protocol/roster.hpp"
+#include "tensorwire/util/unique_fd.hpp"
 
 namespace tw {
 
@@ -46,7 +47,9 @@ struct AgentConfig {
   Nanos idle_timeout = 60 * kSecond;  // longest wait without any progress
   Nanos delay = 0;  // emulated one-way latency added to every message this rank receives
   std::vector<Nanos> delay_from;  // and per source rank (empty: none), e.g. per testbed pair
-  int listen_fd = -1;  // an inherited listening socket instead of binding the roster address
+  // An inherited listening socket instead of binding the roster address; run_agent
+  // takes it over (and closes it when the rank has no flow in).
+  UniqueFd listen_fd;
   std::optional<Nanos> start_at;  // CLOCK_REALTIME ns at which to begin iteration 0
   bool tx_timestamps = true;  // SO_TIMESTAMPING on every outgoing flow
   bool quiet = false;
@@ -57,6 +60,7 @@ struct AgentConfig {
 // failure (a peer that closes, resets or sends a bad frame, a connect that times
 // out, no progress, a full disk) writes what was measured so far and throws
 // std::runtime_error with a one-line message naming the rank, flow and peer.
-void run_agent(const Profile& profile, const AgentConfig& config);
+// Takes config.listen_fd (left empty); reads the rest. Runs on the calling thread.
+void run_agent(const Profile& profile, AgentConfig& config);
 
 }  // namespace tw

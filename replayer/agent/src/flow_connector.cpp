@@ -1,0 +1,157 @@
+#include "flow_connector.hpp"
+
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <stdexcept>
+
+#include "tensorwire/controller/control.hpp"
+#include "tensorwire/core/frame.hpp"
+#include "tensorwire/net/listener.hpp"
+#include "tensorwire/net/retry.hpp"
+
+namespace tw {
+
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+constexpr Nanos kConnectTimeout = 2 * kSecond;  // one attempt
+constexpr Nanos kHelloTimeout = 5 * kSecond;  // strangers that say nothing
+constexpr Nanos kAcceptTimeout = 10 * kSecond;  // a peer busy accepting others
+constexpr Nanos kWriteTimeout = 5 * kSecond;  // a handshake is a few bytes: only a stalled peer takes longer
+
+// Runs `op` (an awaitable on `sock` yielding a tuple whose first element is an
+// error_code) and closes `sock` if `timeout` passes first, which makes the
+// operation fail: a deadline for one operation.
+template <typename Op>
+asio::awaitable<error_code> within(tcp::socket& sock, Nanos timeout, Op op) {
+  asio::steady_timer guard(co_await asio::this_coro::executor);
+  guard.expires_after(std::chrono::nanoseconds(timeout));
+  guard.async_wait([&sock](const error_code& ec) {
+    if (!ec) {
+      error_code ignored;
+      sock.close(ignored);
+    }
+  });
+  const auto result = co_await op();
+  guard.cancel();
+  co_return std::get<0>(result);
+}
+
+}  // namespace
+
+std::string peer_text(const tcp::socket& s) {
+  error_code ec;
+  const auto ep = s.remote_endpoint(ec);
+  return ec ? "?" : net::endpoint_text(ep);
+}
+
+std::string flow_text(const Profile& p, FlowIndex f) {
+  const Flow& fl = p.flows[f];
+  return "flow " + fl.id + " (rank " + std::to_string(fl.src) + " -> rank " + std::to_string(fl.dst) + ")";
+}
+
+FlowConnector::FlowConnector(const Profile& profile, const Roster& roster, RankId rank, std::uint64_t digest, Log log)
+    : p_(profile), roster_(roster), rank_(rank), digest_(digest), log_(std::move(log)) {}
+
+std::string FlowConnector::flow_text(FlowIndex f) const { return tw::flow_text(p_, f); }
+
+asio::awaitable<tcp::socket> FlowConnector::dial(FlowIndex flow, std::chrono::steady_clock::time_point deadline, Nanos within_budget) {
+  const RankId dst = p_.flows[flow].dst;
+  const auto& e = roster_.ranks.at(dst);
+  const std::string where = e.host + ":" + std::to_string(e.port);
+  const std::string who = "rank " + std::to_string(rank_) + ": " + flow_text(flow) + ": ";
+  const std::string hello = frame::encode_hello({flow, rank_, digest_, roster_.token});
+  std::string last_error = "no attempt";
+  auto ex = co_await asio::this_coro::executor;
+  auto attempt = [&]() -> asio::awaitable<std::optional<tcp::socket>> {
+    tcp::resolver resolver(ex);
+    auto [rec, results] = co_await resolver.async_resolve(e.host, std::to_string(e.port), asio::as_tuple(asio::use_awaitable));
+    if (rec) {
+      last_error = rec.message();
+      co_return std::nullopt;
+    }
+    tcp::socket sock(ex);
+    error_code ec = co_await within(sock, kConnectTimeout, [&] {
+      return asio::async_connect(sock, results, asio::as_tuple(asio::use_awaitable));
+    });
+    if (ec) {
+      last_error = ec.message();
+      co_return std::nullopt;
+    }
+    sock.set_option(tcp::no_delay(true), ec);
+    ec = co_await within(sock, kWriteTimeout, [&] { return asio::async_write(sock, asio::buffer(hello), asio::as_tuple(asio::use_awaitable)); });
+    std::array<std::byte, frame::kAcceptSize> reply{};
+    if (!ec) {
+      ec = co_await within(sock, kAcceptTimeout, [&] { return asio::async_read(sock, asio::buffer(reply), asio::as_tuple(asio::use_awaitable)); });
+      if (ec) {
+        last_error = "no answer to the handshake";
+        co_return std::nullopt;
+      }
+    } else {
+      last_error = ec.message();
+      co_return std::nullopt;
+    }
+    const auto status = frame::decode_accept(reply);
+    if (!status) throw std::runtime_error(who + where + " is not a tensorwire agent");
+    if (*status != frame::AcceptStatus::ok) {
+      throw std::runtime_error(who + "rank " + std::to_string(dst) + " at " + where +
+                               " refused the connection: " + frame::accept_status_text(*status));
+    }
+    co_return std::optional<tcp::socket>(std::move(sock));
+  };
+  std::optional<tcp::socket> sock = co_await net::retry_until<tcp::socket>(deadline, attempt);
+  if (!sock) {
+    throw std::runtime_error(who + "cannot connect to rank " + std::to_string(dst) + " at " + where + " within " +
+                             human_duration(within_budget) + " (" + last_error + ")");
+  }
+  co_return std::move(*sock);
+}
+
+asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& sock, const std::function<bool(FlowIndex)>& taken) {
+  const std::string peer = peer_text(sock);
+  std::array<std::byte, frame::kHelloFixedSize> fixed{};
+  error_code ec = co_await within(sock, kHelloTimeout, [&] { return asio::async_read(sock, asio::buffer(fixed), asio::as_tuple(asio::use_awaitable)); });
+  if (ec) co_return std::nullopt;
+  std::string why;
+  const auto prefix = frame::decode_hello_prefix(fixed, &why);
+  if (!prefix) {
+    log_("rejected a connection from " + peer + ": " + why);
+    co_return std::nullopt;
+  }
+  std::string token(prefix->token_size, '\0');
+  if (prefix->token_size > 0) {
+    ec = co_await within(sock, kHelloTimeout, [&] { return asio::async_read(sock, asio::buffer(token), asio::as_tuple(asio::use_awaitable)); });
+    if (ec) co_return std::nullopt;
+  }
+  const frame::Hello& h = prefix->hello;
+  frame::AcceptStatus status = frame::AcceptStatus::ok;
+  if (!same_token(token, roster_.token)) {
+    status = frame::AcceptStatus::bad_token;
+  } else if (h.flow >= p_.flows.size() || p_.flows[h.flow].dst != rank_ || p_.flows[h.flow].src != h.src) {
+    status = frame::AcceptStatus::bad_flow;
+  } else if (h.profile_digest != digest_) {
+    status = frame::AcceptStatus::bad_profile;
+  } else if (taken(h.flow)) {
+    status = frame::AcceptStatus::duplicate;
+  }
+  const auto reply = frame::encode_accept(status);
+  ec = co_await within(sock, kWriteTimeout, [&] { return asio::async_write(sock, asio::buffer(reply), asio::as_tuple(asio::use_awaitable)); });
+  if (status != frame::AcceptStatus::ok) {
+    log_("rejected a connection from " + peer + ": " + frame::accept_status_text(status));
+    co_return std::nullopt;
+  }
+  if (ec) co_return std::nullopt;
+  sock.set_option(tcp::no_delay(true), ec);
+  co_return h.flow;
+}
+
+}  // namespace tw

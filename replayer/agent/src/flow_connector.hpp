@@ -1,0 +1,57 @@
+// Opening one data flow: the sender dials the receiving rank and says Hello (flow,
+// source rank, profile digest, run token); the receiver checks it and answers
+// Accept with a status. Every read, write and connect on the way has a deadline,
+// so a peer that stalls costs a few seconds, never the run. Coroutines on the
+// agent's I/O thread.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "tensorwire/core/profile.hpp"
+#include "tensorwire/protocol/roster.hpp"
+
+namespace tw {
+
+class FlowConnector {
+ public:
+  using Log = std::function<void(const std::string&)>;
+
+  // `profile` and `roster` must outlive the connector; `log` gets the refusals
+  // of connections dialled in.
+  FlowConnector(const Profile& profile, const Roster& roster, RankId rank, std::uint64_t digest, Log log);
+
+  // Dials the receiving rank of `flow` until it accepts or `deadline` passes,
+  // retrying with backoff. Throws std::runtime_error naming the flow and the peer
+  // when the peer refuses (wrong token, profile, ...), is not an agent, or cannot
+  // be reached in time (`within` is the budget, for that message).
+  boost::asio::awaitable<boost::asio::ip::tcp::socket> dial(FlowIndex flow, std::chrono::steady_clock::time_point deadline,
+                                                            Nanos within);
+
+  // Answers a connection dialled in: reads its Hello, answers Accept. Returns the
+  // flow when accepted, nullopt when refused or when the peer stalls or leaves.
+  // `taken(flow)`: that flow is already connected. Throws nothing expected.
+  boost::asio::awaitable<std::optional<FlowIndex>> answer(boost::asio::ip::tcp::socket& sock,
+                                                          const std::function<bool(FlowIndex)>& taken);
+
+ private:
+  std::string flow_text(FlowIndex f) const;
+
+  const Profile& p_;
+  const Roster& roster_;
+  RankId rank_;
+  std::uint64_t digest_;
+  Log log_;
+};
+
+// "flow ID (rank S -> rank D)", as errors name a flow.
+std::string flow_text(const Profile& p, FlowIndex f);
+
+// The peer's "address:port", or "?" when the socket has none.
+std::string peer_text(const boost::asio::ip::tcp::socket& s);
+
+}  // namespace tw

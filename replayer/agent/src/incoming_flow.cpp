@@ -1,0 +1,133 @@
+#include "incoming_flow.hpp"
+
+#include "clock.hpp"
+#include "flow_connector.hpp"
+
+namespace tw {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+IncomingFlow::IncomingFlow(asio::io_context& ctx, const Profile& p, FlowIndex flow, RankId rank, Settings s,
+                           std::vector<std::uint32_t>& seen, Recorder& recorder, Events& events)
+    : p_(p), flow_(flow), rank_(rank), s_(s), seen_(seen), recorder_(recorder), events_(events), delay_timer_(ctx, s.spin) {
+  for (const Op& op : p_.ops) {
+    if (op.type == OpType::send && op.flow == flow_) expected_ += s_.iterations;
+  }
+}
+
+void IncomingFlow::start(tcp::socket sock, std::string peer) {
+  sock_.emplace(std::move(sock));
+  peer_ = std::move(peer);
+  buffer_.resize(s_.read_buffer);
+  read_more();
+}
+
+void IncomingFlow::close() {
+  error_code ignored;
+  if (sock_) sock_->close(ignored);
+}
+
+std::string IncomingFlow::where() const {
+  return "rank " + std::to_string(rank_) + ": " + flow_text(p_, flow_) + " from rank " + std::to_string(p_.flows[flow_].src) +
+         " (" + peer_ + ")";
+}
+
+void IncomingFlow::read_more() {
+  sock_->async_read_some(asio::buffer(buffer_), [this](const error_code& ec, std::size_t n) {
+    if (events_.stopped()) return;
+    if (ec == asio::error::eof) {
+      peer_closed();
+      return;
+    }
+    if (ec) {
+      if (ec != asio::error::operation_aborted) events_.failed(where() + ": " + ec.message());
+      return;
+    }
+    read_at_ = mono_now();
+    events_.progress();
+    if (auto bad = decoder_.feed(std::span<const std::byte>(buffer_.data(), n), *this)) {
+      events_.failed(where() + ": bad frame: " + *bad);
+      return;
+    }
+    if (events_.stopped()) return;
+    events_.after_events();
+    read_more();
+  });
+}
+
+std::string IncomingFlow::validate(const frame::Header& h) {
+  if (h.op >= p_.ops.size() || p_.ops[h.op].type != OpType::send || p_.ops[h.op].flow != flow_) {
+    return "op " + std::to_string(h.op) + " is not a message of this flow";
+  }
+  const Op& op = p_.ops[h.op];
+  if (h.length != frame::wire_bytes(op.bytes)) {
+    return "message " + op.id + " is " + std::to_string(h.length) + " bytes, the profile says " +
+           std::to_string(frame::wire_bytes(op.bytes));
+  }
+  if (h.iteration != seen_[h.op] || h.iteration >= s_.iterations) {
+    return "message " + op.id + " of iteration " + std::to_string(h.iteration) + " arrived, expected iteration " +
+           std::to_string(seen_[h.op]);
+  }
+  return {};
+}
+
+void IncomingFlow::begin(const frame::Header&) { first_byte_ = read_at_; }
+
+void IncomingFlow::complete(const frame::Header& h) {
+  ++seen_[h.op];
+  ++messages_;
+  bytes_ += h.length;
+  const Nanos deliver = read_at_ + s_.delay;
+  ReceiveRecord r;
+  r.flags = p_.ops[h.op].bytes < frame::kHeaderSize ? kFlagHeaderOnly : 0;
+  r.rank = static_cast<std::uint16_t>(rank_);
+  r.op = h.op;
+  r.iteration = h.iteration;
+  r.flow = flow_;
+  r.bytes = h.length;
+  r.recv_first = first_byte_ + s_.realtime_offset;
+  r.recv_last = read_at_ + s_.realtime_offset;
+  r.delivered = deliver + s_.realtime_offset;
+  recorder_.push(r);
+  if (s_.delay == 0) {
+    events_.received(h.op, h.iteration, read_at_);
+    return;
+  }
+  const bool idle = head_ == deliveries_.size();
+  deliveries_.push_back({deliver, h.op, h.iteration});
+  if (idle) arm_delivery();
+}
+
+void IncomingFlow::arm_delivery() {
+  if (head_ == deliveries_.size()) return;
+  delay_timer_.at(deliveries_[head_].at, [this](Nanos now) {
+    while (head_ < deliveries_.size() && deliveries_[head_].at <= now) {
+      const Delivery d = deliveries_[head_++];
+      events_.received(d.op, d.iteration, d.at);
+    }
+    if (head_ == deliveries_.size()) {
+      deliveries_.clear();
+      head_ = 0;
+    } else if (head_ > 4096 && head_ * 2 > deliveries_.size()) {
+      deliveries_.erase(deliveries_.begin(), deliveries_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+    arm_delivery();
+    events_.after_events();
+  });
+}
+
+void IncomingFlow::peer_closed() {
+  if (!decoder_.idle() || messages_ != expected_) {
+    events_.failed(where() + ": the peer closed the connection after " + std::to_string(messages_) + " of " +
+                   std::to_string(expected_) + " messages");
+    return;
+  }
+  eof_ = true;
+  close();
+  events_.ended(*this);
+}
+
+}  // namespace tw

@@ -1,0 +1,97 @@
+// One flow into this rank: reads the stream, checks every frame against the
+// profile, records a ReceiveRecord per message and delivers it to the rank's ops,
+// after the emulated one-way delay when there is one. Reads into one buffer per
+// flow and decodes in place: no allocation per message. Single-threaded: the
+// agent's I/O thread; the flow must outlive every operation it started.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "precise_timer.hpp"
+#include "recorder.hpp"
+#include "tensorwire/core/frame.hpp"
+#include "tensorwire/core/profile.hpp"
+
+namespace tw {
+
+class IncomingFlow final : private frame::Decoder::Callbacks {
+ public:
+  // What the flow tells its owner; called on the I/O thread, must not throw.
+  struct Events {
+    virtual ~Events() = default;
+    virtual bool stopped() const = 0;  // the run failed: stop reading
+    virtual void progress() = 0;  // a read returned data
+    virtual void received(OpIndex op, std::uint32_t iteration, Nanos at) = 0;  // delivered to the ops, at `at` (monotonic)
+    virtual void after_events() = 0;  // after a read or a delivery: let the ops act
+    virtual void failed(std::string why) = 0;  // the peer broke the stream
+    virtual void ended(IncomingFlow& flow) = 0;  // the peer closed it after every message
+  };
+
+  struct Settings {
+    Nanos delay = 0;  // emulated one-way latency
+    Nanos spin = 0;  // of the delivery timer
+    std::size_t read_buffer = 256 * 1024;
+    std::uint64_t iterations = 0;
+    Nanos realtime_offset = 0;  // CLOCK_REALTIME minus CLOCK_MONOTONIC
+  };
+
+  // `seen[op]`: how many iterations of each op arrived, shared by the rank's
+  // incoming flows. Everything must outlive the flow.
+  IncomingFlow(boost::asio::io_context& ctx, const Profile& p, FlowIndex flow, RankId rank, Settings s,
+               std::vector<std::uint32_t>& seen, Recorder& recorder, Events& events);
+
+  // The handshake is done: takes the socket and starts reading.
+  void start(boost::asio::ip::tcp::socket sock, std::string peer);
+  void close();
+
+  bool connected() const { return sock_.has_value(); }
+  bool ended() const { return eof_; }
+  FlowIndex flow() const { return flow_; }
+  std::uint64_t messages() const { return messages_; }
+  std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  struct Delivery {
+    Nanos at;
+    OpIndex op;
+    std::uint32_t iteration;
+  };
+
+  void read_more();
+  void peer_closed();
+  std::string where() const;
+  void arm_delivery();
+
+  std::string validate(const frame::Header& h) override;
+  void begin(const frame::Header& h) override;
+  void complete(const frame::Header& h) override;
+
+  const Profile& p_;
+  FlowIndex flow_;
+  RankId rank_;
+  Settings s_;
+  std::vector<std::uint32_t>& seen_;
+  Recorder& recorder_;
+  Events& events_;
+  std::uint64_t expected_ = 0;  // messages in the run
+  std::optional<boost::asio::ip::tcp::socket> sock_;
+  std::string peer_;
+  frame::Decoder decoder_;
+  std::vector<std::byte> buffer_;
+  Nanos read_at_ = 0;  // when the read being decoded returned
+  Nanos first_byte_ = 0;  // of the message being received
+  bool eof_ = false;
+  std::uint64_t messages_ = 0, bytes_ = 0;
+  // Messages waiting out the delay: one delay per flow, so in arrival order.
+  // Popped from head_, cleared when empty: the vector keeps its capacity.
+  std::vector<Delivery> deliveries_;
+  std::size_t head_ = 0;
+  PreciseTimer delay_timer_;
+};
+
+}  // namespace tw

@@ -1,0 +1,49 @@
+// Calls a function at a monotonic deadline, closer to it than a timer wakes up:
+// sleeps on an Asio timer until `spin` before the deadline, then busy-waits the
+// rest. One pending call at a time; arming again replaces it. The clock is
+// injectable so that the spin logic is tested without sleeping. Single-threaded:
+// the thread that runs the io_context.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <utility>
+
+#include "clock.hpp"
+
+namespace tw {
+
+class PreciseTimer {
+ public:
+  using Clock = Nanos (*)();  // monotonic nanoseconds
+
+  PreciseTimer(boost::asio::io_context& ctx, Nanos spin, Clock clock = mono_now) : timer_(ctx), spin_(spin), clock_(clock) {}
+
+  // Calls fn(now) once `now` (by the clock) reaches `deadline`, or as soon as the
+  // timer fires when there is no spin. fn must not throw.
+  template <typename F>
+  void at(Nanos deadline, F fn) {
+    ++generation_;
+    timer_.expires_at(steady_at(deadline - spin_));
+    timer_.async_wait([this, deadline, fn = std::move(fn), g = generation_](const boost::system::error_code& ec) mutable {
+      if (ec || g != generation_) return;
+      Nanos now = clock_();
+      while (now < deadline && spin_ > 0) now = clock_();
+      fn(now);
+    });
+  }
+
+  void cancel() {
+    ++generation_;
+    timer_.cancel();
+  }
+
+ private:
+  boost::asio::steady_timer timer_;
+  Nanos spin_;
+  Clock clock_;
+  std::uint64_t generation_ = 0;
+};
+
+}  // namespace tw

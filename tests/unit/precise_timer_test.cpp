@@ -1,0 +1,78 @@
+// The precise timer's spin, on a clock the test advances: no sleeping. Deadlines
+// on the fake clock are in the real clock's past, so the Asio timer fires at once
+// and only the spin decides when the call happens.
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <vector>
+
+#include "precise_timer.hpp"
+
+namespace tw {
+namespace {
+
+Nanos fake_now = 0;
+int reads = 0;
+Nanos ticking_clock() {
+  ++reads;
+  return fake_now += 100;  // each read of the clock takes 100 ns
+}
+
+void reset() {
+  fake_now = 0;
+  reads = 0;
+}
+
+TEST(PreciseTimer, SpinsToTheDeadline) {
+  reset();
+  boost::asio::io_context ctx;
+  PreciseTimer t(ctx, 10'000, ticking_clock);
+  std::vector<Nanos> calls;
+  t.at(1'000, [&](Nanos now) { calls.push_back(now); });
+  ctx.run();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0], 1'000) << "the first reading at or past the deadline";
+  EXPECT_EQ(reads, 10);
+}
+
+TEST(PreciseTimer, WithoutSpinCallsAtOnce) {
+  reset();
+  boost::asio::io_context ctx;
+  PreciseTimer t(ctx, 0, ticking_clock);
+  Nanos got = -1;
+  t.at(1'000'000, [&](Nanos now) { got = now; });
+  ctx.run();
+  EXPECT_EQ(got, 100) << "no busy-wait: the timer's wake-up is the call";
+  EXPECT_EQ(reads, 1);
+}
+
+TEST(PreciseTimer, ALateWakeUpDoesNotSpin) {
+  reset();
+  fake_now = 5'000;
+  boost::asio::io_context ctx;
+  PreciseTimer t(ctx, 10'000, ticking_clock);
+  Nanos got = -1;
+  t.at(1'000, [&](Nanos now) { got = now; });
+  ctx.run();
+  EXPECT_EQ(got, 5'100);
+  EXPECT_EQ(reads, 1);
+}
+
+TEST(PreciseTimer, ArmingAgainReplacesAndCancelDrops) {
+  reset();
+  boost::asio::io_context ctx;
+  PreciseTimer t(ctx, 1'000, ticking_clock);
+  std::vector<int> which;
+  t.at(500, [&](Nanos) { which.push_back(1); });
+  t.at(700, [&](Nanos) { which.push_back(2); });
+  ctx.run();
+  EXPECT_EQ(which, std::vector<int>{2});
+  ctx.restart();
+  t.at(900, [&](Nanos) { which.push_back(3); });
+  t.cancel();
+  ctx.run();
+  EXPECT_EQ(which, std::vector<int>{2});
+}
+
+}  // namespace
+}  // namespace tw

@@ -1,0 +1,118 @@
+// Which SO_TIMESTAMPING report fills which field of which message, with reports
+// made by hand: no socket.
+#include <gtest/gtest.h>
+
+#include "tx_stamp_tracker.hpp"
+
+namespace tw {
+namespace {
+
+TxStamp stamp(TxStamp::Type type, std::uint64_t key, std::int64_t at) {
+  TxStamp s;
+  s.type = type;
+  s.key = static_cast<std::uint32_t>(key);
+  s.realtime_ns = at;
+  return s;
+}
+constexpr auto kSched = TxStamp::Type::sched;
+constexpr auto kSoft = TxStamp::Type::software;
+constexpr auto kAck = TxStamp::Type::ack;
+
+TEST(TxStampTracker, EachKindFillsItsFieldsAndAnAckCompletesTheMessage) {
+  TxStampTracker t(3, 7, 8);
+  EXPECT_FALSE(t.track(11, 2, 1000).has_value());
+  // The first write (offset 99) and then the last byte (offset 999).
+  t.apply(stamp(kSched, 99, 10));
+  t.apply(stamp(kSoft, 99, 20));
+  t.apply(stamp(kSched, 999, 30));
+  t.apply(stamp(kSoft, 999, 40));
+  EXPECT_FALSE(t.pop().has_value()) << "not acknowledged yet";
+  t.apply(stamp(kAck, 99, 45));  // an ACK of the first bytes is not the message's
+  EXPECT_FALSE(t.pop().has_value());
+  t.apply(stamp(kAck, 999, 50));
+  const auto r = t.pop();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->rank, 3);
+  EXPECT_EQ(r->flow, 7U);
+  EXPECT_EQ(r->op, 11U);
+  EXPECT_EQ(r->iteration, 2U);
+  EXPECT_EQ(r->bytes, 1000U);
+  EXPECT_EQ(r->sched_first, 10);
+  EXPECT_EQ(r->wire_first, 20);
+  EXPECT_EQ(r->sched_last, 30);
+  EXPECT_EQ(r->wire_last, 40);
+  EXPECT_EQ(r->acked, 50);
+  EXPECT_EQ(t.lost(), 0U);
+  EXPECT_FALSE(t.pop().has_value());
+}
+
+TEST(TxStampTracker, AReportCoversEveryMessageEndingAtOrBeforeItsKeyAndKeepsTheFirst) {
+  TxStampTracker t(0, 0, 8);
+  t.track(1, 0, 100);  // bytes 0..99
+  t.track(2, 0, 100);  // 100..199
+  t.track(3, 0, 100);  // 200..299
+  // A merged segment: one report for offset 249 covers messages 1 and 2 whole, and
+  // message 3's first bytes.
+  t.apply(stamp(kSoft, 249, 5));
+  t.apply(stamp(kSoft, 299, 6));
+  t.apply(stamp(kSoft, 99, 7));  // late: every field it covers is already set
+  t.apply(stamp(kAck, 199, 8));  // cumulative: acknowledges 1 and 2
+  auto a = t.pop(), b = t.pop();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->wire_first, 5);
+  EXPECT_EQ(a->wire_last, 5);
+  EXPECT_EQ(b->wire_last, 5);
+  EXPECT_EQ(a->acked, 8);
+  EXPECT_EQ(b->acked, 8);
+  EXPECT_FALSE(t.pop().has_value());
+  const auto c = t.pop(true);  // the end of the flow: whatever it has
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->op, 3U);
+  EXPECT_EQ(c->wire_first, 5);
+  EXPECT_EQ(c->wire_last, 6);
+  EXPECT_EQ(c->acked, -1);
+  EXPECT_EQ(t.lost(), 1U + 1U + 2U) << "sched_last of each, and acked of the last";
+}
+
+TEST(TxStampTracker, KeysWrapAt32Bits) {
+  TxStampTracker t(0, 0, 4);
+  const std::uint64_t before = (std::uint64_t{1} << 32) - 50;
+  t.track(1, 0, before);  // fills the stream up to 2^32 - 50
+  t.apply(stamp(kAck, before - 1, 1));
+  ASSERT_TRUE(t.pop());
+  t.track(2, 0, 100);  // 2^32 - 50 .. 2^32 + 49: its last byte's key wrapped to 49
+  t.apply(stamp(kSoft, before + 10, 2));  // key 2^32 - 40
+  t.apply(stamp(kAck, before + 99, 3));  // key 49
+  const auto r = t.pop();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->wire_first, 2);
+  EXPECT_EQ(r->wire_last, -1);
+  EXPECT_EQ(r->acked, 3);
+}
+
+TEST(TxStampTracker, AFullRingGivesUpOnTheOldest) {
+  TxStampTracker t(0, 0, 2);
+  EXPECT_FALSE(t.track(1, 0, 10));
+  EXPECT_FALSE(t.track(2, 0, 10));
+  t.apply(stamp(kSoft, 9, 4));
+  const auto given_up = t.track(3, 0, 10);
+  ASSERT_TRUE(given_up);
+  EXPECT_EQ(given_up->op, 1U);
+  EXPECT_EQ(given_up->wire_last, 4);
+  EXPECT_EQ(given_up->acked, -1);
+  EXPECT_EQ(t.lost(), 2U);
+  t.apply(stamp(kAck, 29, 9));  // unwrapped against message 2, the oldest now
+  EXPECT_EQ(t.pop()->op, 2U);
+  EXPECT_EQ(t.pop()->op, 3U);
+}
+
+TEST(TxStampTracker, ReportsWithNothingInFlightAreIgnored) {
+  TxStampTracker t(0, 0, 2);
+  t.apply(stamp(kAck, 5, 1));
+  EXPECT_FALSE(t.pop(true));
+  t.track(1, 0, 10);
+  EXPECT_EQ(t.pop(true)->acked, -1) << "the report came before the message";
+}
+
+}  // namespace
+}  // namespace tw
