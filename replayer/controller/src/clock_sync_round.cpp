@@ -3,6 +3,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include "tensorwire/net/task.hpp"
+
 namespace tw {
 
 namespace asio = boost::asio;
@@ -27,17 +29,27 @@ asio::awaitable<bool> ClockSyncer::round(std::shared_ptr<ClockPeer> peer, int sa
 }
 
 asio::awaitable<void> ClockSyncer::round_all(std::vector<std::shared_ptr<ClockPeer>> peers, int samples, Wait wait) {
-  // Shared with the rounds' completion handlers, which may run after this
+  // Shared with the rounds, which may end after this
   // coroutine is gone (when `wait` throws).
   const auto pending = std::make_shared<std::size_t>(peers.size());
   auto ex = co_await asio::this_coro::executor;
-  for (const auto& p : peers) {
-    asio::co_spawn(ex, round(p, samples), [pending, this](std::exception_ptr, bool) {
-      --*pending;
-      notifier_.notify();
-    });
+  // The count lives in a coroutine of its own rather than in a completion
+  // handler: GCC 12 destroys the handler of a co_spawn of awaitable<T> twice.
+  for (const auto& p : peers) net::spawn_task(ex, counted_round(p, samples, pending), [](const std::string&) {});
+  std::function<bool()> all_ended = [pending] { return *pending == 0; };
+  co_await wait(std::move(all_ended));
+}
+
+asio::awaitable<void> ClockSyncer::counted_round(std::shared_ptr<ClockPeer> peer, int samples, std::shared_ptr<std::size_t> pending) {
+  try {
+    co_await round(std::move(peer), samples);
+  } catch (...) {
+    --*pending;
+    notifier_.notify();
+    throw;
   }
-  co_await wait([pending] { return *pending == 0; });
+  --*pending;
+  notifier_.notify();
 }
 
 }  // namespace tw

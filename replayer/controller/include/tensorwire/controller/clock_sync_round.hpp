@@ -64,6 +64,7 @@ class ClockSyncer {
   boost::asio::awaitable<void> round_all(std::vector<std::shared_ptr<ClockPeer>> peers, int samples, Wait wait);
 
  private:
+  boost::asio::awaitable<void> counted_round(std::shared_ptr<ClockPeer> peer, int samples, std::shared_ptr<std::size_t> pending);
   Notifier& notifier_;
   Now now_;
   std::chrono::steady_clock::duration answer_timeout_;
