@@ -13,7 +13,7 @@
 #include "replay_options.hpp"
 #include "tensorwire/agent/agent.hpp"
 #include "tensorwire/analysis/simulator.hpp"
-#include "tensorwire/controller/agent_client.hpp"
+#include "tensorwire/agent/control_link.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
 #include "tensorwire/core/text_table.hpp"

@@ -15,6 +15,7 @@
 #include "replay_options.hpp"
 #include "tensorwire/analysis/compare_file.hpp"
 #include "tensorwire/controller/controller.hpp"
+#include "tensorwire/util/token.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/core/text_table.hpp"

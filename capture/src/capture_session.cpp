@@ -12,7 +12,7 @@
 #include <stdexcept>
 
 #include "tensorwire/capture/wire_tap.hpp"
-#include "tensorwire/controller/control.hpp"
+#include "tensorwire/util/realtime.hpp"
 #include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/trace.hpp"

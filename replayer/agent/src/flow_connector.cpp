@@ -10,7 +10,7 @@
 #include <boost/asio/write.hpp>
 #include <stdexcept>
 
-#include "tensorwire/controller/control.hpp"
+#include "tensorwire/util/token.hpp"
 #include "tensorwire/core/frame.hpp"
 #include "tensorwire/net/listener.hpp"
 #include "tensorwire/net/retry.hpp"

@@ -16,7 +16,8 @@
 #include <thread>
 
 #include "tensorwire/agent/agent.hpp"
-#include "tensorwire/controller/control.hpp"
+#include "tensorwire/util/token.hpp"
+#include "tensorwire/util/realtime.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/child_process.hpp"
 #include "tensorwire/protocol/roster.hpp"

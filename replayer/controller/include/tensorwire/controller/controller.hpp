@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tensorwire/controller/clock_sync.hpp"
-#include "tensorwire/controller/control.hpp"
+#include "tensorwire/protocol/run_settings.hpp"
 #include "tensorwire/core/profile.hpp"
 
 namespace tw {
@@ -47,7 +47,9 @@ struct ControllerOptions {
   double time_scale = 1;  // recorded in run.json: the profile was stretched by this
   Nanos join_timeout = 30 * kSecond;  // for every agent to dial in
   Nanos collect_timeout = 120 * kSecond;  // for results after the last iteration
-  Nanos run_timeout = 0;  // 0: none (heartbeats and the agents' own idle timeout still apply)
+  // For every agent to finish its iterations; nullopt: no limit (heartbeats and
+  // the agents' own idle timeout still end a run that hangs).
+  std::optional<Nanos> run_timeout;
   Nanos start_lead = 300 * kMilli;  // the common start is this far after clock sync
   int sync_samples = 16;
   Nanos resync_every = 5 * kSecond;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorwire/controller/control.hpp"
+#include "tensorwire/protocol/run_settings.hpp"
 #include "tensorwire/core/profile.hpp"
 #include "tensorwire/core/units.hpp"
 #include "tensorwire/launch/time_scale.hpp"

@@ -1,5 +1,5 @@
-// `tensorwire agent --controller HOST:PORT`: an agent that is set up by a
-// controller instead of by hand. It dials the controller, presents the run's
+// The agent's side of the control link (`tensorwire agent --controller
+// HOST:PORT`): an agent that is set up by a controller instead of by hand. It dials the controller, presents the run's
 // token, says where it listens for data flows, receives its rank, the profile
 // and the roster, answers clock-sync pings, starts at the instant it is given,
 // streams its progress, and uploads its results at the end.
@@ -7,6 +7,10 @@
 // It never outlives the controller: when the control connection closes or goes
 // silent (heartbeats) the agent stops within seconds, as it does when its stdin
 // closes if `watch_stdin` is set (agents started over ssh).
+//
+// Threads: the link runs its own io_context on the calling thread (WebSocket,
+// signals, stdin, progress flushes) and the agent on a second thread; they meet
+// through AgentLink (agent.hpp), whose calls the link posts or guards with a mutex.
 #pragma once
 
 #include <optional>

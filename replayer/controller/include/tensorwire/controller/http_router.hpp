@@ -1,0 +1,99 @@
+// The controller's HTTP front door: one request per connection, the run's token
+// checked first (constant time), then the API (/api/runs, /metrics) or a
+// WebSocket upgrade (/agent, /api/feed) handed to the run. Strangers get 401 and
+// a line in the log naming them. Works over any stream Beast's HTTP takes.
+// Controller thread only.
+#pragma once
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "tensorwire/protocol/control_messages.hpp"
+#include "tensorwire/util/token.hpp"
+
+namespace tw {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+
+struct HttpReply {
+  boost::beast::http::status status = boost::beast::http::status::ok;
+  std::string type;
+  std::string body;
+};
+
+// The token a request presents: "Authorization: Bearer T", else "?token=T"
+// (browsers cannot set headers on a WebSocket); "" when none (pure).
+std::string bearer_token(const HttpRequest& req);
+
+// The path of a request, without its query (pure).
+std::string request_path(const HttpRequest& req);
+
+inline constexpr const char* kFeedPath = "/api/feed";
+
+// Serves one connection. `Api` provides:
+//   void rejected(const std::string& line);      a stranger, for the log
+//   HttpReply get(const std::string& path);      a GET of the API (404 for others)
+//   awaitable<void> agent(WebSocket, std::string peer);   an accepted /agent
+//   awaitable<void> feed(WebSocket, std::string peer);    an accepted /api/feed
+// where WebSocket is boost::beast::websocket::stream<Stream>.
+template <typename Stream, typename Api>
+boost::asio::awaitable<void> serve_http(Stream stream, std::string peer, const std::string& token, Api& api) {
+  namespace http = boost::beast::http;
+  namespace websocket = boost::beast::websocket;
+  constexpr auto tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
+  constexpr auto kRequestTimeout = std::chrono::seconds(5);
+  constexpr bool kTimed = requires { stream.expires_after(kRequestTimeout); };
+  if constexpr (kTimed) stream.expires_after(kRequestTimeout);
+  boost::beast::flat_buffer buf;
+  HttpRequest req;
+  if (auto [ec, n] = co_await http::async_read(stream, buf, req, tuple); ec) co_return;
+  const std::string path = request_path(req);
+  // (No string literal inside a co_await expression: GCC 12 miscompiles them.)
+  HttpReply reply;
+  if (!same_token(bearer_token(req), token)) {
+    api.rejected("rejected " + std::string(websocket::is_upgrade(req) ? "a connection" : "a request") + " from " + peer + " to " +
+                 path + ": wrong or missing token");
+    reply = {http::status::unauthorized, "text/plain", "a valid token is required\n"};
+  } else if (websocket::is_upgrade(req)) {
+    if (path == kAgentPath || path == kFeedPath) {
+      if constexpr (kTimed) stream.expires_never();
+      websocket::stream<Stream> ws(std::move(stream));
+      ws.set_option(websocket::stream_base::timeout{kRequestTimeout, std::chrono::nanoseconds(kHeartbeatTimeout), true});
+      if (auto [ec] = co_await ws.async_accept(req, tuple); ec) co_return;
+      if (path == kAgentPath) {
+        co_await api.agent(std::move(ws), std::move(peer));
+      } else {
+        co_await api.feed(std::move(ws), std::move(peer));
+      }
+      co_return;
+    }
+    reply = {http::status::not_found, "text/plain", "no such endpoint\n"};
+  } else if (req.method() != http::verb::get) {
+    reply = {http::status::method_not_allowed, "text/plain", "GET only\n"};
+  } else {
+    reply = api.get(path);
+  }
+  http::response<http::string_body> res{reply.status, req.version()};
+  res.set(http::field::server, "tensorwire");
+  res.set(http::field::content_type, reply.type);
+  res.keep_alive(false);
+  res.body() = std::move(reply.body);
+  res.prepare_payload();
+  co_await http::async_write(stream, res, tuple);
+  if constexpr (requires { stream.socket(); }) {
+    boost::system::error_code ignored;
+    stream.socket().shutdown(std::remove_reference_t<decltype(stream.socket())>::shutdown_send, ignored);
+  } else {
+    stream.close();
+  }
+}
+
+}  // namespace tw

@@ -1,0 +1,584 @@
+// One run at the controller (run_controller, controller.hpp), from launch to the
+// run directory: the phases (wait for agents, setup, connect, sync, start, run,
+// collect), the failure that ends a run and who is named for it, and the wiring
+// of the HTTP router, the sessions, clock sync, the result collectors, the run
+// status and the progress line. Everything runs on one io_context on the thread
+// that calls run_controller.
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <filesystem>
+
+#include "tensorwire/controller/agent_session.hpp"
+#include "tensorwire/controller/clock_sync_round.hpp"
+#include "tensorwire/controller/controller.hpp"
+#include "tensorwire/controller/http_router.hpp"
+#include "tensorwire/controller/notifier.hpp"
+#include "tensorwire/controller/progress_line.hpp"
+#include "tensorwire/controller/rank_assignment.hpp"
+#include "tensorwire/controller/run_progress.hpp"
+#include "tensorwire/controller/run_status.hpp"
+#include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/core/run_dir.hpp"
+#include "tensorwire/net/listener.hpp"
+#include "tensorwire/net/task.hpp"
+#include "tensorwire/util/host_port.hpp"
+#include "tensorwire/util/realtime.hpp"
+#include "tensorwire/util/token.hpp"
+
+namespace tw {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using Session = ControlSession<beast::tcp_stream>;
+using WebSocket = Session::WebSocket;
+using Clock = std::chrono::steady_clock;
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+// The failure that ends a run. A dead agent (its connection or process gone)
+// explains the errors its peers then report, so it wins over them.
+struct Failure {
+  int weight = 0;  // 2: an agent died or hung; 1: an agent reported an error; 3: interrupted, timeouts
+  Nanos at = 0;
+  std::string message;
+};
+
+struct RunFailed {};
+
+// Waits of the life cycle that have no limit of their own.
+constexpr Nanos kSyncTimeout = 30 * kSecond;          // every agent's clock-sync round
+constexpr Nanos kConnectSlack = 5 * kSecond;          // beyond the agents' own connect timeout
+constexpr auto kStopGrace = std::chrono::milliseconds(300);  // the culprit's own report comes first
+constexpr auto kStopCollect = std::chrono::seconds(5);       // what stopped agents still send
+
+class RunLifecycle final : public Session::Handler {
+ public:
+  RunLifecycle(const Profile& p, const ControllerOptions& o, Launcher& l)
+      : p_(p),
+        o_(o),
+        launcher_(l),
+        notifier_(ctx_.get_executor()),
+        syncer_(notifier_, [] { return realtime_ns(); }),
+        signals_(ctx_, SIGINT, SIGTERM),
+        ticker_(ctx_),
+        resync_(ctx_),
+        progress_(p.ranks.size(), o.settings.iterations ? o.settings.iterations : p.iterations),
+        line_(o.quiet) {
+    token_ = o.token.empty() ? random_token() : o.token;
+    outcome_.out_dir = o.out_dir;
+    flow_bytes_.assign(p.flows.size(), 0);
+  }
+
+  RunOutcome run() {
+    std::error_code fec;
+    std::filesystem::create_directories(o_.out_dir, fec);
+    if (fec) throw std::runtime_error(o_.out_dir + ": cannot create: " + fec.message());
+    listen();
+    signals_.async_wait([this](const error_code& ec, int sig) {
+      if (ec) return;
+      outcome_.interrupted = true;
+      fail(3, "interrupted by signal " + std::to_string(sig));
+    });
+    spawn(accept_loop());
+    asio::co_spawn(ctx_, lifecycle(), [this](std::exception_ptr e) {
+      if (e) fail(3, "controller: " + net::what_of(e));
+      finish();
+    });
+    tick();
+    ctx_.run();
+    launcher_.stop(2 * kSecond);
+    line_.end();
+    return std::move(outcome_);
+  }
+
+  // ---- HTTP (the router's Api) --------------------------------------------------
+
+  void rejected(const std::string& line) { line_.log(line); }
+
+  HttpReply get(const std::string& path) const {
+    if (path == "/metrics") {
+      return {beast::http::status::ok, "text/plain; version=0.0.4", metrics_text(o_.run_id, p_.flows, flow_bytes_, progress_, joined())};
+    }
+    if (path == "/api/runs") {
+      return {beast::http::status::ok, "application/json", nlohmann::json::array({run_brief_json(status(), progress_)}).dump(2) + "\n"};
+    }
+    if (path == "/api/runs/" + o_.run_id) return {beast::http::status::ok, "application/json", status_json().dump(2) + "\n"};
+    return {beast::http::status::not_found, "text/plain", "no such endpoint\n"};
+  }
+
+  asio::awaitable<void> agent(WebSocket ws, std::string peer) {
+    auto s = std::make_shared<Session>(std::move(ws), std::move(peer));
+    sessions_.push_back(s);
+    co_await s->run_agent(*this, [] { return realtime_ns(); });
+  }
+
+  asio::awaitable<void> feed(WebSocket ws, std::string peer) {
+    auto s = std::make_shared<Session>(std::move(ws), std::move(peer));
+    feeds_.push_back(s);
+    s->send_text(nlohmann::json{{"type", "status"}, {"run", status_json()}}.dump());
+    co_await s->run_feed();
+    feeds_.erase(std::remove(feeds_.begin(), feeds_.end(), s), feeds_.end());
+  }
+
+ private:
+  template <typename Task>
+  void spawn(Task task) {
+    net::spawn_task(ctx_, std::move(task), [this](const std::string& why) { fail(3, "controller: " + why); });
+  }
+
+  void listen() {
+    const auto [host, port] = split_host_port(o_.listen, "--listen");
+    error_code ec;
+    const auto address = asio::ip::make_address(host, ec);
+    if (ec) throw std::runtime_error("--listen: \"" + host + "\" is not an IP address");
+    acceptor_.emplace(net::open_listener(ctx_, tcp::endpoint(address, port)));
+    address_ = net::endpoint_text(acceptor_->local_endpoint());
+    if (o_.on_listening) o_.on_listening(address_, token_);
+  }
+
+  asio::awaitable<void> accept_loop() {
+    for (;;) {
+      auto [ec, sock] = co_await acceptor_->async_accept(kTuple);
+      if (!acceptor_->is_open()) co_return;
+      if (ec) continue;
+      error_code pec;
+      const auto rep = sock.remote_endpoint(pec);
+      std::string peer = pec ? "?" : rep.address().to_string() + ":" + std::to_string(rep.port());
+      spawn(serve_http(beast::tcp_stream(std::move(sock)), std::move(peer), token_, *this));
+    }
+  }
+
+  // ---- an agent's messages (Session::Handler) ------------------------------------
+
+  void on_message(Session& s, const AgentMessage& m, Nanos received) override {
+    std::visit([&](const auto& msg) { handle(s, msg, received); }, m);
+    notifier_.notify();
+  }
+
+  void on_data(Session& s, std::string_view bytes) override {
+    if (!s.results) throw std::runtime_error("sent binary data outside a file");
+    s.results->data(bytes);
+    notifier_.notify();
+  }
+
+  void on_end(Session& s, SessionEnd how, const std::string& why) override {
+    AgentState& a = s.state;
+    if (how == SessionEnd::bad_message) {
+      fail(2, a.who() + ": " + why);
+    } else if (how != SessionEnd::ended && !a.uploaded && !stopping_all_) {
+      fail(2, a.who() + (how == SessionEnd::silent ? ": the agent stopped answering heartbeats" : ": the agent disconnected") +
+                  (a.done ? " while uploading its results" : ""));
+    }
+    notifier_.notify();
+  }
+
+  void handle(Session& s, const control::Hello& m, Nanos) {
+    AgentState& a = s.state;
+    if (a.hello) throw std::runtime_error("a second hello");
+    if (m.version != kControlVersion) {
+      throw std::runtime_error("speaks control protocol version " + std::to_string(m.version) + ", this controller " +
+                               std::to_string(kControlVersion));
+    }
+    a.hello = true;
+    a.host = m.host;
+    a.pid = m.pid;
+    a.data_host = m.data_host;
+    a.data_port = m.data_port;
+    a.rank_hint = m.rank_hint;
+    if (assigned_ || joined() > p_.ranks.size()) {
+      s.send(control::Stop{"this run has all its agents"});
+      line_.log("turned away " + a.who() + ": the run has all its agents");
+      a.hello = false;
+    }
+  }
+  void handle(Session& s, const control::Pong& m, Nanos received) { s.on_pong(m.seq, m.t, received); }
+  void handle(Session& s, const control::Connected&, Nanos) { s.state.connected = true; }
+  void handle(Session& s, const control::Progress& m, Nanos) {
+    if (!s.state.rank) return;
+    const RankId rank = *s.state.rank;
+    for (const auto& it : m.iterations) progress_.iteration(rank, it.index, s.clock.to_controller(it.start), s.clock.to_controller(it.end));
+    std::uint64_t sent = 0;
+    for (const auto& f : m.flows) {
+      if (f.flow < flow_bytes_.size()) flow_bytes_[f.flow] = f.bytes;
+      sent += f.bytes;
+    }
+    progress_.bytes_sent(rank, sent);
+    if (progress_.done() == progress_.iterations() && last_iteration_at_ == 0) last_iteration_at_ = realtime_ns();
+    publish_progress();
+  }
+  void handle(Session& s, const control::Done& m, Nanos) {
+    AgentState& a = s.state;
+    a.done = true;
+    a.ok = m.ok;
+    a.error = m.error;
+    if (!a.ok && !stopping_all_) fail(1, a.error.empty() ? a.who() + ": failed" : a.error + " [" + a.who() + "]");
+  }
+  void handle(Session& s, const control::FileBegin& m, Nanos) {
+    if (!s.state.rank || !s.results) throw std::runtime_error("sent a file before it had a rank");
+    s.results->begin(m);
+  }
+  void handle(Session& s, const control::Uploaded&, Nanos) {
+    if (s.results && s.results->in_file()) throw std::runtime_error("said uploaded in the middle of a file");
+    s.state.uploaded = true;
+    s.send(control::Bye{});
+  }
+
+  // ---- the run ------------------------------------------------------------------
+
+  std::size_t joined() const {
+    return static_cast<std::size_t>(
+        std::count_if(sessions_.begin(), sessions_.end(), [](const auto& s) { return s->state.hello && !s->closed(); }));
+  }
+
+  std::vector<Session*> ranked() const {
+    std::vector<Session*> out(p_.ranks.size(), nullptr);
+    for (const auto& s : sessions_) {
+      if (s->state.rank) out[*s->state.rank] = s.get();
+    }
+    return out;
+  }
+
+  void fail(int weight, std::string message) {
+    if (!failure_ || weight > failure_->weight) failure_ = Failure{weight, realtime_ns(), std::move(message)};
+    notifier_.notify();
+  }
+
+  // Waits until `done()` holds; throws RunFailed on a failure or at the deadline
+  // (none when `timeout` is nullopt: only the run phase, whose agents have their
+  // own idle timeout and heartbeats). `what` describes the wait, for the error.
+  template <typename Pred, typename What>
+  asio::awaitable<void> wait_until(Pred done, std::optional<Nanos> timeout, What what) {
+    const auto deadline = timeout ? Clock::now() + std::chrono::nanoseconds(*timeout) : Clock::time_point::max();
+    for (;;) {
+      check_launched();
+      if (failure_) throw RunFailed{};
+      if (done()) co_return;
+      if (Clock::now() >= deadline) {
+        fail(3, what() + " after " + human_duration(*timeout));
+        throw RunFailed{};
+      }
+      co_await notifier_.wait(std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
+    }
+  }
+
+  template <typename F>
+  bool every_ranked(F f) const {
+    return std::all_of(sessions_.begin(), sessions_.end(), [&f](const auto& s) { return !s->state.rank || f(s->state); });
+  }
+
+  // "rank 2 (host, ...) had not connected their flows"
+  template <typename F>
+  std::string not_yet(const std::string& what, F f) const {
+    std::string names;
+    int n = 0;
+    for (const auto& s : sessions_) {
+      if (s->state.rank && !f(s->state) && n++ < 3) names += (names.empty() ? "" : ", ") + s->state.who();
+    }
+    return names.empty() ? "every agent " + what : names + (n > 3 ? " and others" : "") + " had not " + what;
+  }
+
+  void check_launched() {
+    for (const auto& [hint, why] : launcher_.ended()) {
+      Session* s = nullptr;
+      for (const auto& x : sessions_) {
+        if (x->state.rank_hint == hint || (x->state.rank && *x->state.rank == hint && !x->state.rank_hint)) s = x.get();
+      }
+      if (s && s->state.uploaded) continue;  // it ended after its work: fine
+      if (stopping_all_) continue;
+      fail(2, (s ? s->state.who() : "the agent for rank " + std::to_string(hint)) + ": " + why);
+    }
+  }
+
+  asio::awaitable<void> lifecycle() {
+    const Nanos launched = realtime_ns();
+    try {
+      launcher_.launch(address_, token_);
+      state_ = RunState::joining;
+      const auto all_joined = [this] { return joined() >= p_.ranks.size(); };
+      const auto join_what = [this] {
+        return "only " + std::to_string(joined()) + " of " + std::to_string(p_.ranks.size()) + " agents (" + launcher_.describe() +
+               ") dialled in to " + address_;
+      };
+      co_await wait_until(all_joined, o_.join_timeout, join_what);
+      assign();
+      state_ = RunState::connecting;
+      const auto all_connected = [this] { return every_ranked([](const AgentState& a) { return a.connected; }); };
+      const auto connect_what = [this] { return not_yet("connected their flows", [](const AgentState& a) { return a.connected; }); };
+      co_await wait_until(all_connected, o_.settings.connect_timeout + kConnectSlack, connect_what);
+      state_ = RunState::syncing;
+      co_await sync_all();
+      const Nanos at = realtime_ns() + o_.start_lead;
+      for (Session* s : ranked()) {
+        if (s) s->send(control::Start{s->clock.empty() ? at : s->clock.points().back().second.to_agent(at)});
+      }
+      outcome_.setup_ns = at - launched;
+      start_at_ = at;
+      state_ = RunState::running;
+      spawn(resync_loop());
+      const auto all_done = [this] { return every_ranked([](const AgentState& a) { return a.done; }); };
+      const auto done_what = [this] { return not_yet("finished the run", [](const AgentState& a) { return a.done; }); };
+      co_await wait_until(all_done, o_.run_timeout, done_what);
+      state_ = RunState::collecting;
+      const auto all_uploaded = [this] { return every_ranked([](const AgentState& a) { return a.uploaded; }); };
+      const auto upload_what = [this] { return not_yet("uploaded results", [](const AgentState& a) { return a.uploaded; }); };
+      co_await wait_until(all_uploaded, o_.collect_timeout, upload_what);
+    } catch (const RunFailed&) {
+    }
+    if (failure_) co_await stop_all();
+  }
+
+  // After a failure: every other agent stops and sends what it measured; a
+  // moment's grace lets the agent that caused it be named rather than its peers.
+  asio::awaitable<void> stop_all() {
+    state_ = RunState::stopping;
+    asio::steady_timer grace(ctx_);
+    grace.expires_after(kStopGrace);
+    co_await grace.async_wait(kTuple);
+    check_launched();
+    stopping_all_ = true;
+    for (const auto& s : sessions_) {
+      if (!s->state.done && !s->closed()) s->send(control::Stop{failure_->message});
+    }
+    const auto deadline = Clock::now() + kStopCollect;
+    const auto settled = [this] {
+      return std::all_of(sessions_.begin(), sessions_.end(),
+                         [](const auto& s) { return s->closed() || s->state.uploaded || !s->state.rank; });
+    };
+    while (Clock::now() < deadline && !settled()) co_await notifier_.wait(std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
+  }
+
+  void assign() {
+    std::vector<Session*> pool;
+    std::vector<std::optional<RankId>> hints;
+    for (const auto& s : sessions_) {
+      if (s->state.hello && !s->closed()) {
+        pool.push_back(s.get());
+        hints.push_back(s->state.rank_hint);
+      }
+    }
+    const auto ranks = assign_ranks(hints, p_.ranks.size());
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+      if (!ranks[i]) continue;
+      pool[i]->state.rank = *ranks[i];
+      pool[i]->results.emplace(o_.out_dir, *ranks[i]);
+    }
+    assigned_ = true;
+    const std::vector<Session*> by_rank = ranked();
+    std::vector<RosterEntry> roster;
+    for (std::size_t r = 0; r < by_rank.size(); ++r) {
+      roster.push_back({static_cast<std::uint32_t>(r), by_rank[r]->state.data_host, by_rank[r]->state.data_port});
+    }
+    Profile stripped = p_;
+    stripped.observed.reset();
+    const std::string text = write_profile_yaml(stripped);
+    write_file_atomic(run_dir::profile_file(o_.out_dir), text);
+    for (std::size_t r = 0; r < by_rank.size(); ++r) {
+      control::Setup setup;
+      setup.run = o_.run_id;
+      setup.rank = static_cast<RankId>(r);
+      setup.profile = text;
+      setup.roster = roster;
+      setup.settings = o_.settings;
+      setup.slowdown = r < o_.slowdown.size() ? o_.slowdown[r] : 1.0;
+      setup.delay_from.assign(by_rank.size(), 0);
+      if (o_.pair_delay) {
+        for (std::size_t src = 0; src < by_rank.size(); ++src) {
+          setup.delay_from[src] = o_.pair_delay(static_cast<RankId>(src), static_cast<RankId>(r));
+        }
+      }
+      by_rank[r]->send(setup);
+    }
+  }
+
+  std::vector<std::shared_ptr<ClockPeer>> ranked_peers() const {
+    std::vector<std::shared_ptr<ClockPeer>> out;
+    for (const auto& s : sessions_) {
+      if (s->state.rank) out.push_back(s);
+    }
+    return out;
+  }
+
+  asio::awaitable<void> sync_all() {
+    const auto peers = ranked_peers();
+    const auto sync_what = [] { return std::string("clock synchronisation did not finish"); };
+    co_await syncer_.round_all(peers, o_.sync_samples, [this, sync_what](std::function<bool()> done) {
+      return wait_until(std::move(done), kSyncTimeout, sync_what);
+    });
+    for (Session* s : ranked()) {
+      if (s && s->clock.empty()) {
+        fail(2, s->state.who() + ": no clock-sync answer");
+        throw RunFailed{};
+      }
+    }
+  }
+
+  // Re-syncs every running agent every few seconds; an agent whose last round
+  // still runs (slow to answer) is skipped until it ended.
+  asio::awaitable<void> resync_loop() {
+    while (state_ == RunState::running) {
+      resync_.expires_after(std::chrono::nanoseconds(o_.resync_every));
+      co_await resync_.async_wait(kTuple);
+      if (state_ != RunState::running) co_return;
+      for (const auto& s : sessions_) {
+        if (s->state.rank && !s->state.done && !s->closed() && !s->syncing()) spawn(resync_one(s));
+      }
+    }
+  }
+  asio::awaitable<void> resync_one(std::shared_ptr<Session> s) { co_await syncer_.round(s, 8); }
+
+  // ---- the end ------------------------------------------------------------------
+
+  void finish() {
+    state_ = failure_ ? RunState::failed : RunState::done;
+    const Nanos t0 = realtime_ns();
+    for (Session* s : ranked()) {
+      if (!s || !s->results) continue;
+      try {
+        s->results->merge(s->clock, s->state.host, s->state.who());
+      } catch (const std::exception& e) {
+        fail(3, e.what());
+      }
+    }
+    if (failure_) state_ = RunState::failed;
+    outcome_.collect_ns = last_iteration_at_ ? realtime_ns() - last_iteration_at_ : realtime_ns() - t0;
+    outcome_.ok = !failure_;
+    if (failure_) outcome_.error = failure_->message;
+    outcome_.iterations = progress_.job_iterations();
+    outcome_.bytes_sent = progress_.total_bytes_sent();
+    for (Session* s : ranked()) {
+      if (!s) continue;
+      AgentInfo a;
+      a.rank = *s->state.rank;
+      a.host = s->state.host;
+      a.peer = s->state.peer;
+      a.pid = s->state.pid;
+      a.clock = s->clock;
+      a.finished = s->state.done && s->state.ok;
+      a.uploaded = s->state.uploaded;
+      a.error = s->state.error;
+      outcome_.agents.push_back(std::move(a));
+    }
+    write_run_json();
+    publish_status();
+    stopping_all_ = true;
+    // Close everything; the context then runs dry and run() returns.
+    error_code ignored;
+    if (acceptor_) acceptor_->close(ignored);
+    signals_.cancel(ignored);
+    ticker_.cancel();
+    resync_.cancel();
+    for (auto& list : {sessions_, feeds_}) {
+      for (const auto& s : list) s->close();
+    }
+    notifier_.notify();
+  }
+
+  RunStatus status() const {
+    RunStatus st;
+    st.id = o_.run_id;
+    st.state = state_;
+    st.profile = o_.profile_name;
+    st.ranks = p_.ranks.size();
+    st.controller = address_;
+    st.out_dir = o_.out_dir;
+    st.start_ns = start_at_;
+    for (const auto& s : sessions_) {
+      const AgentState& a = s->state;
+      if (!a.hello && !a.rank) continue;
+      st.agents.push_back({a.rank, a.host, a.peer, a.pid, a.connected, a.done, s->clock, a.error});
+    }
+    if (failure_) st.error = failure_->message;
+    return st;
+  }
+
+  nlohmann::json status_json() const { return run_status_json(status(), progress_); }
+
+  void write_run_json() {
+    nlohmann::json j = status_json();
+    j["settings"] = to_json(o_.settings);
+    j["settings"].erase("open_loop_offsets_ns");
+    j["token"] = "(not stored)";
+    nlohmann::json its = nlohmann::json::array();
+    for (const auto& [s, e] : progress_.job_iterations()) its.push_back({s, e});
+    j["iteration_times_ns"] = std::move(its);
+    j["setup_ns"] = outcome_.setup_ns;
+    j["time_scale"] = o_.time_scale;
+    try {
+      write_file_atomic(run_dir::run_file(o_.out_dir), j.dump(2) + "\n");
+    } catch (const std::exception& e) {
+      if (!failure_) failure_ = Failure{3, realtime_ns(), e.what()};
+    }
+  }
+
+  // ---- live output ----------------------------------------------------------------
+
+  void publish_progress() {
+    const Nanos now = realtime_ns();
+    if (now - last_publish_ < 100 * kMilli && !progress_.finished()) return;
+    last_publish_ = now;
+    const std::string text = feed_progress_json(progress_).dump();
+    for (const auto& f : feeds_) f->send_text(text);
+  }
+
+  void publish_status() {
+    const std::string text = nlohmann::json{{"type", "status"}, {"run", status_json()}}.dump();
+    for (const auto& f : feeds_) f->send_text(text);
+  }
+
+  void tick() {
+    ticker_.expires_after(std::chrono::milliseconds(250));
+    ticker_.async_wait([this](const error_code& ec) {
+      if (ec) return;
+      if (state_ != last_state_) {
+        last_state_ = state_;
+        publish_status();
+      }
+      if (state_ == RunState::running) {
+        std::optional<Nanos> last;
+        if (progress_.done() > 0) last = progress_.job_iterations().back().second - progress_.job_iterations().back().first;
+        line_.draw(progress_.done(), progress_.iterations(), last, progress_.bytes_per_second() * 8);
+      }
+      tick();
+    });
+  }
+
+  const Profile& p_;
+  const ControllerOptions& o_;
+  Launcher& launcher_;
+  asio::io_context ctx_{1};
+  std::optional<tcp::acceptor> acceptor_;
+  Notifier notifier_;
+  ClockSyncer syncer_;
+  asio::signal_set signals_;
+  asio::steady_timer ticker_;
+  asio::steady_timer resync_;
+  RunProgress progress_;
+  ProgressLine line_;
+  std::string token_;
+  std::string address_;
+  std::vector<std::shared_ptr<Session>> sessions_;
+  std::vector<std::shared_ptr<Session>> feeds_;
+  std::vector<std::uint64_t> flow_bytes_;
+  std::optional<Failure> failure_;
+  RunState state_ = RunState::starting;
+  std::optional<RunState> last_state_;
+  bool assigned_ = false;
+  bool stopping_all_ = false;
+  Nanos start_at_ = 0;
+  Nanos last_publish_ = 0;
+  Nanos last_iteration_at_ = 0;
+  RunOutcome outcome_;
+};
+
+}  // namespace
+
+RunOutcome run_controller(const Profile& profile, const ControllerOptions& options, Launcher& launcher) {
+  RunLifecycle run(profile, options, launcher);
+  return run.run();
+}
+
+}  // namespace tw

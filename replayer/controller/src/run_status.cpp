@@ -1,0 +1,102 @@
+#include "tensorwire/controller/run_status.hpp"
+
+namespace tw {
+
+const char* state_name(RunState s) {
+  switch (s) {
+    case RunState::starting: return "starting";
+    case RunState::joining: return "joining";
+    case RunState::connecting: return "connecting";
+    case RunState::syncing: return "syncing";
+    case RunState::running: return "running";
+    case RunState::collecting: return "collecting";
+    case RunState::done: return "done";
+    case RunState::stopping: return "stopping";
+    case RunState::failed: return "failed";
+  }
+  return "?";
+}
+
+namespace {
+
+nlohmann::json agents_json(const RunStatus& s, const RunProgress& p) {
+  nlohmann::json agents = nlohmann::json::array();
+  for (const AgentStatus& a : s.agents) {
+    nlohmann::json j = {{"host", a.host}, {"peer", a.peer}, {"pid", a.pid}, {"connected", a.connected}, {"done", a.done}};
+    if (a.rank) j["rank"] = *a.rank;
+    if (a.rank) j["iterations_done"] = p.rank_done(*a.rank);
+    if (!a.clock.empty()) {
+      j["clock"] = {{"offset_ns", a.clock.points().back().second.offset},
+                    {"bound_ns", a.clock.points().back().second.bound},
+                    {"samples", a.clock.points().size()},
+                    {"drift_ns", a.clock.drift()}};
+    }
+    if (!a.error.empty()) j["error"] = a.error;
+    agents.push_back(std::move(j));
+  }
+  return agents;
+}
+
+}  // namespace
+
+nlohmann::json run_brief_json(const RunStatus& s, const RunProgress& p) {
+  return {{"id", s.id},       {"state", state_name(s.state)}, {"profile", s.profile},
+          {"ranks", s.ranks}, {"iterations", p.iterations()}, {"iterations_done", p.done()}};
+}
+
+nlohmann::json run_status_json(const RunStatus& s, const RunProgress& p) {
+  nlohmann::json j = run_brief_json(s, p);
+  j["controller"] = s.controller;
+  j["out_dir"] = s.out_dir;
+  j["start_ns"] = s.start_ns;
+  j["agents"] = agents_json(s, p);
+  j["bytes_sent"] = p.total_bytes_sent();
+  j["throughput_bps"] = p.bytes_per_second() * 8;
+  if (p.done() > 0) {
+    const auto& last = p.job_iterations().back();
+    j["last_iteration_ns"] = last.second - last.first;
+  }
+  if (s.error) j["error"] = *s.error;
+  return j;
+}
+
+nlohmann::json feed_progress_json(const RunProgress& p) {
+  nlohmann::json j = {{"type", "progress"}, {"iterations_done", p.done()}, {"iterations", p.iterations()},
+                      {"bytes_sent", p.total_bytes_sent()}, {"throughput_bps", p.bytes_per_second() * 8}};
+  if (p.done() > 0) {
+    const auto& last = p.job_iterations().back();
+    j["last_iteration_ns"] = last.second - last.first;
+  }
+  return j;
+}
+
+std::string metrics_text(const std::string& run_id, const std::vector<Flow>& flows, const std::vector<std::uint64_t>& flow_bytes,
+                         const RunProgress& p, std::size_t agents_connected) {
+  std::string m;
+  const auto line = [&m](const std::string& s) { m += s + "\n"; };
+  const std::string run = "run=\"" + run_id + "\"";
+  line("# HELP tensorwire_iterations_completed Iterations completed by every rank.");
+  line("# TYPE tensorwire_iterations_completed counter");
+  line("tensorwire_iterations_completed{" + run + "} " + std::to_string(p.done()));
+  line("# HELP tensorwire_iterations_total Iterations the run replays.");
+  line("# TYPE tensorwire_iterations_total gauge");
+  line("tensorwire_iterations_total{" + run + "} " + std::to_string(p.iterations()));
+  line("# HELP tensorwire_iteration_seconds Duration of the last completed iteration, job-wide.");
+  line("# TYPE tensorwire_iteration_seconds gauge");
+  if (p.done() > 0) {
+    const auto& last = p.job_iterations().back();
+    line("tensorwire_iteration_seconds{" + run + "} " + std::to_string(static_cast<double>(last.second - last.first) / 1e9));
+  }
+  line("# HELP tensorwire_flow_bytes_sent_total Bytes handed to the kernel per flow.");
+  line("# TYPE tensorwire_flow_bytes_sent_total counter");
+  for (std::size_t f = 0; f < flows.size(); ++f) {
+    line("tensorwire_flow_bytes_sent_total{" + run + ",flow=\"" + flows[f].id + "\",src=\"" + std::to_string(flows[f].src) +
+         "\",dst=\"" + std::to_string(flows[f].dst) + "\"} " + std::to_string(f < flow_bytes.size() ? flow_bytes[f] : 0));
+  }
+  line("# HELP tensorwire_agents_connected Agents connected to the controller.");
+  line("# TYPE tensorwire_agents_connected gauge");
+  line("tensorwire_agents_connected{" + run + "} " + std::to_string(agents_connected));
+  return m;
+}
+
+}  // namespace tw

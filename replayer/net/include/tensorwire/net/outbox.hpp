@@ -1,0 +1,92 @@
+// The outgoing side of a WebSocket: one write in flight, the rest queued. Shared
+// by the controller's sessions (agents and feeds) and the agent's control link.
+// Items are text frames or files, whose bytes are read and sent in binary
+// frames as they go (result files can be large).
+//
+// Works over any Beast WebSocket stream (tcp_stream in production, the test
+// stream in tests). Not thread-safe: call it on the stream's executor only.
+#pragma once
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <deque>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tw::net {
+
+template <typename WebSocket>
+class Outbox {
+ public:
+  explicit Outbox(WebSocket& ws) : ws_(ws), wakeup_(ws.get_executor()) {}
+
+  // Queues a text frame; dropped once closed.
+  void push_text(std::string text) { push({std::move(text), {}}); }
+  // Queues the bytes of a file, in binary frames of at most `chunk` bytes.
+  void push_file(std::string path) { push({{}, std::move(path)}); }
+  // The writer ends after the frame in flight; later pushes are dropped.
+  void close() {
+    closed_ = true;
+    wakeup_.cancel();
+  }
+  bool closed() const { return closed_; }
+  bool empty() const { return items_.empty(); }
+
+  // Writes until close() or a failed write (the reader of the stream sees the
+  // connection's end and reports it). Returns a reason only for a local problem:
+  // a file that could not be read.
+  boost::asio::awaitable<std::optional<std::string>> run(std::size_t chunk = 1 << 20) {
+    constexpr auto tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
+    std::vector<char> buf(chunk);
+    while (!closed_) {
+      if (items_.empty()) {
+        // Not a deadline: a wait for work, ended by push() or close().
+        wakeup_.expires_at(boost::asio::steady_timer::time_point::max());
+        co_await wakeup_.async_wait(tuple);
+        continue;
+      }
+      Item item = std::move(items_.front());
+      items_.pop_front();
+      if (item.file.empty()) {
+        ws_.text(true);
+        if (auto [ec, n] = co_await ws_.async_write(boost::asio::buffer(item.text), tuple); ec) co_return std::nullopt;
+        continue;
+      }
+      std::ifstream in(item.file, std::ios::binary);
+      if (!in) co_return item.file + ": cannot open for upload";
+      ws_.binary(true);
+      for (;;) {
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        const auto got = static_cast<std::size_t>(in.gcount());
+        if (got == 0) break;
+        if (auto [ec, n] = co_await ws_.async_write(boost::asio::buffer(buf.data(), got), tuple); ec) co_return std::nullopt;
+        if (in.eof()) break;
+      }
+      if (in.bad()) co_return item.file + ": read failed during upload";
+    }
+    co_return std::nullopt;
+  }
+
+ private:
+  struct Item {
+    std::string text;
+    std::string file;
+  };
+  void push(Item item) {
+    if (closed_) return;
+    items_.push_back(std::move(item));
+    wakeup_.cancel();
+  }
+  WebSocket& ws_;
+  boost::asio::steady_timer wakeup_;
+  std::deque<Item> items_;
+  bool closed_ = false;
+};
+
+}  // namespace tw::net

@@ -1,0 +1,152 @@
+// The control plane between the controller and its agents, as typed messages:
+// JSON text frames with a "type" over one WebSocket per agent (result files
+// follow a `file` message as binary frames). docs/protocol.md is the reference;
+// this is its one encoder and decoder. Pure: no I/O, any thread.
+//
+// Decoding checks the whole message (its type, every field's presence and type)
+// and never throws: a malformed message yields a one-line reason, worded to
+// follow "sent " ("an unknown message \"x\"", "a \"pong\" whose \"t\" is missing").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "tensorwire/core/profile.hpp"
+#include "tensorwire/core/units.hpp"
+#include "tensorwire/protocol/roster.hpp"
+#include "tensorwire/protocol/run_settings.hpp"
+
+namespace tw {
+
+inline constexpr int kControlVersion = 1;
+inline constexpr const char* kAgentPath = "/agent";
+inline constexpr Nanos kHeartbeatTimeout = 1800 * kMilli;  // silence after which a peer is gone
+
+namespace control {
+
+// ---- agent to controller --------------------------------------------------------
+
+struct Hello {
+  static constexpr const char* kType = "hello";
+  int version = kControlVersion;  // missing on the wire: 0, which no controller speaks
+  std::string host = "?";
+  long pid = 0;
+  std::string data_host;  // where the agent already listens for data flows
+  std::uint16_t data_port = 0;
+  std::optional<RankId> rank_hint;  // the launcher's placement
+  bool operator==(const Hello&) const = default;
+};
+
+struct Connected {
+  static constexpr const char* kType = "connected";
+  bool operator==(const Connected&) const = default;
+};
+
+struct Pong {
+  static constexpr const char* kType = "pong";
+  std::uint64_t seq = 0;
+  Nanos t = 0;  // the agent's CLOCK_REALTIME when it read the ping
+  bool operator==(const Pong&) const = default;
+};
+
+struct IterationSpan {
+  std::uint64_t index = 0;
+  Nanos start = 0, end = 0;  // agent clock
+  bool operator==(const IterationSpan&) const = default;
+};
+
+struct FlowBytes {
+  std::size_t flow = 0;
+  std::uint64_t bytes = 0;  // sent so far
+  bool operator==(const FlowBytes&) const = default;
+};
+
+struct Progress {
+  static constexpr const char* kType = "progress";
+  std::vector<IterationSpan> iterations;
+  std::vector<FlowBytes> flows;
+  bool operator==(const Progress&) const = default;
+};
+
+struct Done {
+  static constexpr const char* kType = "done";
+  bool ok = false;
+  std::string error;  // empty when ok
+  bool operator==(const Done&) const = default;
+};
+
+// Announces a result file; `size` bytes follow in binary frames.
+struct FileBegin {
+  static constexpr const char* kType = "file";
+  std::string name;
+  std::uint64_t size = 0;
+  bool operator==(const FileBegin&) const = default;
+};
+
+struct Uploaded {
+  static constexpr const char* kType = "uploaded";
+  bool operator==(const Uploaded&) const = default;
+};
+
+// ---- controller to agent --------------------------------------------------------
+
+struct Setup {
+  static constexpr const char* kType = "setup";
+  std::string run;
+  RankId rank = 0;
+  std::string profile;  // YAML text, without observed timings
+  std::vector<RosterEntry> roster;
+  RunSettings settings;
+  double slowdown = 1;
+  std::vector<Nanos> delay_from;  // per source rank; empty: none
+  bool operator==(const Setup& o) const;
+};
+
+struct Ping {
+  static constexpr const char* kType = "ping";
+  std::uint64_t seq = 0;
+  bool operator==(const Ping&) const = default;
+};
+
+struct Start {
+  static constexpr const char* kType = "start";
+  Nanos at = 0;  // CLOCK_REALTIME on the agent's clock
+  bool operator==(const Start&) const = default;
+};
+
+struct Stop {
+  static constexpr const char* kType = "stop";
+  std::string reason = "no reason given";
+  bool operator==(const Stop&) const = default;
+};
+
+struct Bye {
+  static constexpr const char* kType = "bye";
+  bool operator==(const Bye&) const = default;
+};
+
+}  // namespace control
+
+using AgentMessage = std::variant<control::Hello, control::Connected, control::Pong, control::Progress, control::Done,
+                                  control::FileBegin, control::Uploaded>;
+using ControllerMessage = std::variant<control::Setup, control::Ping, control::Start, control::Stop, control::Bye>;
+
+// A decoded message, or why the text is not one.
+template <typename Message>
+struct Decoded {
+  std::optional<Message> message;
+  std::string error;  // one line, when !message
+  explicit operator bool() const { return message.has_value(); }
+};
+
+std::string encode(const AgentMessage& m);
+std::string encode(const ControllerMessage& m);
+
+Decoded<AgentMessage> decode_agent_message(std::string_view text);
+Decoded<ControllerMessage> decode_controller_message(std::string_view text);
+
+}  // namespace tw

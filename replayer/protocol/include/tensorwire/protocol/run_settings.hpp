@@ -1,0 +1,37 @@
+// How every agent of a run replays: the `settings` object of the control
+// protocol's `setup` message (docs/protocol.md), which the controller fills from
+// the command line and each agent turns into its executor's options.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "tensorwire/core/executor.hpp"
+#include "tensorwire/core/units.hpp"
+
+namespace tw {
+
+struct RunSettings {
+  std::uint64_t iterations = 0;  // 0: the profile's
+  bool open_loop = false;
+  // Open loop: each op's offset within an iteration (indexed like the profile's
+  // ops) and the period, planned by the controller (from observed timings or the
+  // timing model), so agents need no observed data.
+  std::vector<Nanos> open_loop_offsets;
+  Nanos open_loop_period = 0;
+  Nanos spin = 0;
+  Nanos delay = 0;
+  bool tx_timestamps = true;
+  Nanos connect_timeout = 30 * kSecond;
+  Nanos idle_timeout = 60 * kSecond;
+};
+
+nlohmann::json to_json(const RunSettings& s);
+// Throws std::runtime_error naming the field on a missing or mistyped one.
+RunSettings run_settings_from_json(const nlohmann::json& j);
+
+// The executor options of one rank under these settings.
+ExecutorOptions executor_options_for(const RunSettings& s, double slowdown);
+
+}  // namespace tw

@@ -1,0 +1,113 @@
+#include "tensorwire/protocol/control_messages.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace tw {
+namespace {
+
+template <typename T>
+T agent_round_trip(const T& m) {
+  const auto d = decode_agent_message(encode(AgentMessage{m}));
+  EXPECT_TRUE(d) << d.error;
+  return std::get<T>(*d.message);
+}
+
+template <typename T>
+T controller_round_trip(const T& m) {
+  const auto d = decode_controller_message(encode(ControllerMessage{m}));
+  EXPECT_TRUE(d) << d.error;
+  return std::get<T>(*d.message);
+}
+
+TEST(ControlMessages, AgentMessagesRoundTrip) {
+  control::Hello h;
+  h.host = "node1";
+  h.pid = 4242;
+  h.data_host = "10.0.0.1";
+  h.data_port = 17000;
+  h.rank_hint = 3;
+  EXPECT_EQ(agent_round_trip(h), h);
+  h.rank_hint.reset();
+  EXPECT_EQ(agent_round_trip(h), h);
+  EXPECT_EQ(agent_round_trip(control::Connected{}), control::Connected{});
+  EXPECT_EQ(agent_round_trip(control::Pong{7, 1'700'000'000'000'000'000}), (control::Pong{7, 1'700'000'000'000'000'000}));
+  control::Progress p{{{0, 10, 20}, {1, 20, 35}}, {{0, 100}, {2, 1 << 30}}};
+  EXPECT_EQ(agent_round_trip(p), p);
+  EXPECT_EQ(agent_round_trip(control::Done{true, ""}), (control::Done{true, ""}));
+  EXPECT_EQ(agent_round_trip(control::Done{false, "rank 1: peer closed"}), (control::Done{false, "rank 1: peer closed"}));
+  EXPECT_EQ(agent_round_trip(control::FileBegin{"rank-0.twr", 80}), (control::FileBegin{"rank-0.twr", 80}));
+  EXPECT_EQ(agent_round_trip(control::Uploaded{}), control::Uploaded{});
+}
+
+TEST(ControlMessages, ControllerMessagesRoundTrip) {
+  control::Setup s;
+  s.run = "run-1";
+  s.rank = 1;
+  s.profile = "ranks: 2\n";
+  s.roster = {{0, "127.0.0.1", 1000}, {1, "127.0.0.1", 1001}};
+  s.settings.iterations = 5;
+  s.settings.open_loop = true;
+  s.settings.open_loop_offsets = {0, 10};
+  s.settings.open_loop_period = 100;
+  s.slowdown = 1.5;
+  s.delay_from = {0, 500};
+  EXPECT_EQ(controller_round_trip(s), s);
+  EXPECT_EQ(controller_round_trip(control::Ping{9}), control::Ping{9});
+  EXPECT_EQ(controller_round_trip(control::Start{123}), control::Start{123});
+  EXPECT_EQ(controller_round_trip(control::Stop{"rank 2 died"}), control::Stop{"rank 2 died"});
+  EXPECT_EQ(controller_round_trip(control::Bye{}), control::Bye{});
+}
+
+// The bytes on the wire are docs/protocol.md's.
+TEST(ControlMessages, WireFormatIsTheDocumentedOne) {
+  EXPECT_EQ(nlohmann::json::parse(encode(AgentMessage{control::Pong{3, 44}})), (nlohmann::json{{"type", "pong"}, {"seq", 3}, {"t", 44}}));
+  EXPECT_EQ(nlohmann::json::parse(encode(ControllerMessage{control::Stop{"x"}})), (nlohmann::json{{"type", "stop"}, {"reason", "x"}}));
+  EXPECT_EQ(nlohmann::json::parse(encode(AgentMessage{control::Progress{{{2, 5, 6}}, {{1, 9}}}})),
+            (nlohmann::json{{"type", "progress"}, {"iterations", {{2, 5, 6}}}, {"flows", {{1, 9}}}}));
+  EXPECT_EQ(nlohmann::json::parse(encode(AgentMessage{control::FileBegin{"rank-1.json", 12}})),
+            (nlohmann::json{{"type", "file"}, {"name", "rank-1.json"}, {"size", 12}}));
+  const auto hello = nlohmann::json::parse(encode(AgentMessage{control::Hello{1, "h", 5, "10.0.0.2", 80, std::nullopt}}));
+  EXPECT_EQ(hello, (nlohmann::json{{"type", "hello"}, {"version", 1}, {"host", "h"}, {"pid", 5}, {"data_host", "10.0.0.2"}, {"data_port", 80}}));
+}
+
+TEST(ControlMessages, OptionalFieldsTakeTheirDefaults) {
+  const auto d = decode_agent_message(R"({"type":"hello","data_host":"a","data_port":1})");
+  ASSERT_TRUE(d) << d.error;
+  const auto& h = std::get<control::Hello>(*d.message);
+  EXPECT_EQ(h.version, 0);  // a controller refuses it, naming the version
+  EXPECT_EQ(h.host, "?");
+  EXPECT_FALSE(h.rank_hint);
+  const auto s = decode_controller_message(R"({"type":"stop"})");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(std::get<control::Stop>(*s.message).reason, "no reason given");
+}
+
+TEST(ControlMessages, MalformedMessagesGiveOneLineReasons) {
+  const auto agent_error = [](const char* text) { return decode_agent_message(text).error; };
+  EXPECT_EQ(agent_error("not json"), "a control message that is not JSON");
+  EXPECT_EQ(agent_error("[1, 2]"), "a control message without a \"type\"");
+  EXPECT_EQ(agent_error(R"({"type": 3})"), "a control message without a \"type\"");
+  EXPECT_EQ(agent_error(R"({"type":"teleport"})"), "an unknown message \"teleport\"");
+  EXPECT_EQ(agent_error(R"({"type":"ping","seq":1})"), "an unknown message \"ping\"");  // a controller's message
+  EXPECT_EQ(agent_error(R"({"type":"pong","seq":1})"), "a \"pong\" whose \"t\" is missing");
+  EXPECT_EQ(agent_error(R"({"type":"pong","seq":1,"t":"soon"})"), "a \"pong\" whose \"t\" has the wrong type");
+  EXPECT_EQ(agent_error(R"({"type":"hello","data_host":"a","data_port":70000})"), "a \"hello\" whose \"data_port\" is not a port");
+  EXPECT_EQ(agent_error(R"({"type":"progress","iterations":[[1,2]],"flows":[]})"),
+            "a \"progress\" with \"iterations\" that are not [[index, start, end], ...]");
+  EXPECT_EQ(agent_error(R"({"type":"file","name":"x"})"), "a \"file\" whose \"size\" is missing");
+  const auto setup = decode_controller_message(R"({"type":"setup","run":"r","rank":0,"profile":"","roster":[],"settings":{}})");
+  EXPECT_FALSE(setup);
+  EXPECT_EQ(setup.error, "a \"setup\" with bad settings: missing \"iterations\"");
+  EXPECT_EQ(decode_controller_message(R"({"type":"start"})").error, "a \"start\" whose \"at\" is missing");
+  for (const char* text : {"", "{", R"({"type":"hello"})", R"({"type":"done","ok":"yes"})"}) {
+    const auto d = decode_agent_message(text);
+    EXPECT_FALSE(d) << text;
+    EXPECT_FALSE(d.error.empty()) << text;
+    EXPECT_EQ(d.error.find('\n'), std::string::npos) << text;
+  }
+}
+
+}  // namespace
+}  // namespace tw
