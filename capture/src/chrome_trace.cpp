@@ -194,7 +194,7 @@ nlohmann::json export_chrome_trace(const std::vector<ProcessTrace>& traces, cons
     const Connection& c = an.connections[i];
     if (c.bytes_sent == 0) continue;
     ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", traces[c.process].pid}, {"tid", 1000 + static_cast<int>(i)},
-                  {"args", {{"name", c.role + " " + c.local.address + " -> " + c.remote.address}}}});
+                  {"args", {{"name", std::string(role_name(c.role)) + " " + c.local.address + " -> " + c.remote.address}}}});
   }
   for (const Message& m : an.messages) {
     const Connection& c = an.connections[m.connection];
@@ -206,7 +206,7 @@ nlohmann::json export_chrome_trace(const std::vector<ProcessTrace>& traces, cons
     if (m.recv_last >= 0) args["received_us"] = us(m.recv_last - m.ready);
     if (m.retransmits) args["retransmits"] = m.retransmits;
     if (m.bucket_span >= 0) args["bucket"] = an.spans[static_cast<std::size_t>(m.bucket_span)].aux;
-    ev.push_back({{"ph", "X"}, {"name", human_bytes(m.end - m.begin)}, {"cat", c.role}, {"pid", traces[c.process].pid},
+    ev.push_back({{"ph", "X"}, {"name", human_bytes(m.end - m.begin)}, {"cat", role_name(c.role)}, {"pid", traces[c.process].pid},
                   {"tid", 1000 + static_cast<int>(m.connection)}, {"ts", us(m.ready)}, {"dur", us(end - m.ready)}, {"args", args}});
   }
   return {{"traceEvents", ev}, {"displayTimeUnit", "ns"}, {"otherData", {{"source", "tensorwire capture"}, {"clock", "CLOCK_REALTIME"}}}};

@@ -207,7 +207,7 @@ std::string trace_report_text(const CaptureReading& reading, const std::vector<I
     if (x.on_wire) seen = x.bytes_sent ? fmt::format("{:.0f}%", 100.0 * static_cast<double>(std::min(x.wire_bytes, x.bytes_sent)) /
                                                                     static_cast<double>(x.bytes_sent))
                                        : "yes";
-    c.add({pid, traces[x.process].rank_text().empty() ? "-" : traces[x.process].rank_text(), x.role, x.local.address,
+    c.add({pid, traces[x.process].rank_text().empty() ? "-" : traces[x.process].rank_text(), role_name(x.role), x.local.address,
            x.remote.address, human_bytes(x.bytes_sent), human_bytes(x.bytes_received), std::to_string(times[i].messages),
            fmt::format("{} / {}", x.on_wire ? std::to_string(x.retransmits) : "-", x.kernel_retransmits), seen});
     if (times[i].messages == 0) continue;

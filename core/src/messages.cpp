@@ -45,7 +45,7 @@ void attribute_to_spans(CaptureAnalysis& a, const std::vector<ProcessTrace>& tra
     for (std::size_t n = 0; it != idx.begin() && n < kLookBack; ++n) {
       const AnnotatedSpan& s = a.spans[*--it];
       const bool open = s.end < 0 || m.ready <= s.end;
-      if (s.type == trace::MarkType::bucket && open && c.role == "data") {
+      if (s.type == trace::MarkType::bucket && open && c.role == ConnectionRole::data) {
         m.bucket_span = static_cast<std::int64_t>(*it);  // scanning back: the earliest still open wins
       }
       if (s.type == trace::MarkType::iteration) {  // buckets do not outlive their iteration's start
@@ -62,6 +62,21 @@ bool continues(const trace::Event& prev, const trace::Event& next, Nanos gap) {
   if (static_cast<std::uint64_t>(prev.result) < prev.requested) return true;  // the rest of a partial write
   return static_cast<std::uint64_t>(prev.result) < kSmallCall && next.enter_ns - prev.exit_ns <= gap;
 }
+
+const char* origin_name(trace::ConnOrigin o) {
+  switch (o) {
+    case trace::ConnOrigin::connect:
+      return "connect";
+    case trace::ConnOrigin::accept:
+      return "accept";
+    case trace::ConnOrigin::unknown:
+    case trace::ConnOrigin::in_use:
+      break;
+  }
+  return "in use";
+}
+
+const char* role_name(ConnectionRole r) { return r == ConnectionRole::store ? "store" : "data"; }
 
 const char* mark_type_name(trace::MarkType t) {
   switch (t) {
@@ -116,12 +131,14 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
       x.id = c.conn;
       x.local.address = address(c.family, c.local, c.local_port);
       x.remote.address = address(c.family, c.remote, c.remote_port);
-      x.how = c.how == trace::ConnOrigin::connect ? "connect" : c.how == trace::ConnOrigin::accept ? "accept" : "in use";
+      // The shim resolves "unknown" before it writes; a file that holds it anyway
+      // (or another value) is read as found in use.
+      x.how = c.how == trace::ConnOrigin::connect || c.how == trace::ConnOrigin::accept ? c.how : trace::ConnOrigin::in_use;
       // PyTorch's rendezvous (TCPStore) listens on MASTER_PORT: control, not tensors.
       const auto mp = traces[p].env.find("MASTER_PORT");
       const bool store = mp != traces[p].env.end() &&
                          (mp->second == std::to_string(c.local_port) || mp->second == std::to_string(c.remote_port));
-      x.role = store ? "store" : "data";
+      x.role = store ? ConnectionRole::store : ConnectionRole::data;
       if (const auto& st = streams.back()) {
         x.on_wire = true;
         x.wire_bytes = st->bytes_seen();

@@ -12,7 +12,8 @@ cd "$TW_TMP"
 PY=/usr/bin/python3
 # Each case uses its own controller port: processes of a case are found by it.
 next_port=$((17600 + RANDOM % 200))
-port() { next_port=$((next_port + 1)); echo $next_port; }
+# take_port: the next port into $next_port (not in a subshell, which would not advance it).
+take_port() { next_port=$((next_port + 1)); }
 
 "$TW" profile synth --model mlp --ranks 2 --iterations 100000 -o long2.yaml 2> /dev/null
 "$TW" profile synth --model mlp --ranks 8 --iterations 3 -o mlp8.yaml 2> /dev/null
@@ -129,7 +130,8 @@ PY
 
 token_and_api() {
   local p tok=right-token
-  p=$(port)
+  take_port
+  p=$next_port
   "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --token $tok --iterations 20 --out rt --quiet > rt.txt 2> rt.err &
   local ctl=$!
   sleep 0.5
@@ -155,7 +157,8 @@ check "a wrong token is refused and logged; /api/runs, /metrics, /api/feed need 
 # others, and keep what they measured.
 fault_case() {
   local sig=$1 rank=$2 limit=$3 pattern=$4 p tok=fault t0
-  p=$(port)
+  take_port
+  p=$next_port
   "$TW" run long2.yaml --local 2 --listen 127.0.0.1:$p --token $tok --out rf$p --quiet > /dev/null 2> rf.err &
   local ctl=$!
   wait_running $p $tok || return 1
@@ -176,7 +179,8 @@ check "a hung agent (SIGSTOP) is detected by heartbeats" \
 dead_controller() {
   # Agents started by something else (not children): only heartbeats tie them.
   local p tok=t3 t0
-  p=$(port)
+  take_port
+  p=$next_port
   "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --token $tok --out rc --quiet > /dev/null 2>&1 &
   local ctl=$!
   TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p 2> a0.err &
@@ -199,7 +203,8 @@ check "agents stop within 5 s when the controller dies" dead_controller
 
 interrupted() {
   local p tok=t4
-  p=$(port)
+  take_port
+  p=$next_port
   "$TW" run long2.yaml --local 2 --listen 127.0.0.1:$p --token $tok --out ri --quiet > /dev/null 2> ri.err &
   local ctl=$!
   wait_running $p $tok || return 1
@@ -216,7 +221,8 @@ random_kills() {
   # may be left running.
   local p tok=t5 k victim
   for k in 1 2 3 4 5; do
-    p=$(port)
+    take_port
+  p=$next_port
     "$TW" run long2.yaml --local 2 --listen 127.0.0.1:$p --token $tok --out "rr$k" --quiet > /dev/null 2>&1 &
     local ctl=$!
     sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
@@ -236,7 +242,8 @@ check "SIGKILL at random points leaves no orphans" random_kills
 
 ssh_launcher() {
   [ "$(id -u)" = 0 ] || { echo "needs root for sshd"; return 1; }
-  local sp=$(port) d=$TW_TMP/ssh
+  take_port
+  local sp=$next_port d=$TW_TMP/ssh
   mkdir -p $d /run/sshd && chmod 700 $d
   ssh-keygen -q -t ed25519 -N '' -f $d/host_key && ssh-keygen -q -t ed25519 -N '' -f $d/client_key || return 1
   cp $d/client_key.pub $d/authorized_keys

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,12 +41,26 @@ struct Endpoint {
   bool operator==(const Endpoint&) const = default;
 };
 
+// What a connection carries, as far as the capture can tell.
+enum class ConnectionRole : std::uint8_t {
+  data,   // the job's own traffic
+  store,  // the rendezvous store (a connection to or from MASTER_PORT)
+};
+
+const char* origin_name(trace::ConnOrigin o);  // "connect", "accept", "in use"
+const char* role_name(ConnectionRole r);       // "data", "store"
+// In JSON, both are their names.
+inline void to_json(nlohmann::json& j, ConnectionRole r) { j = role_name(r); }
+namespace trace {
+inline void to_json(nlohmann::json& j, ConnOrigin o) { j = origin_name(o); }
+}  // namespace trace
+
 struct Connection {
   std::size_t process = 0;  // index into the traces
   std::uint32_t id = 0;
   Endpoint local, remote;
-  std::string how;  // connect, accept, in use
-  std::string role;  // "store" (the rendezvous at MASTER_PORT) or "data"
+  trace::ConnOrigin how = trace::ConnOrigin::in_use;
+  ConnectionRole role = ConnectionRole::data;
   std::uint64_t bytes_sent = 0, bytes_received = 0;
   std::uint64_t send_calls = 0, recv_calls = 0, failed_calls = 0;
   std::optional<std::size_t> peer;  // the same connection seen from the other end (index into connections)
