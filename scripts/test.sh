@@ -142,10 +142,7 @@ if build build-asan all "${sanitizer_flags[@]}" -DTW_SANITIZE=ON -DTW_TSAN=OFF; 
   # One integration test at a time: they share loopback with the capture's wire
   # tap on every interface, and timeouts that 2 busy cores would stretch.
   ctest_count build-asan -L '^integration-(replay|profile|capture)$' -E "$measuring"
-  # Flaky under ASan's timing only (one check, about 1 run in 8; never seen in the
-  # release or TSan builds): a second try, see /work/notes/infra-findings.md,
-  # finding 2. Sanitizer reports of either try still fail the suite.
-  ctest_count build-asan -L '^integration-controller$' --repeat until-pass:2
+  ctest_count build-asan -L '^integration-controller$'
   unset ASAN_OPTIONS UBSAN_OPTIONS
   sanitizer_reports build-asan
 else
