@@ -465,15 +465,23 @@ class RunLifecycle final : public Session::Handler {
     write_run_json();
     publish_status();
     stopping_all_ = true;
-    // Close everything; the context then runs dry and run() returns.
+    // Close everything; the context then runs dry and run() returns. An agent
+    // that uploaded has a bye queued: it goes out first (closing at once dropped
+    // it, and the agent then took the end for a lost controller); the agent's
+    // close, or at worst the heartbeat timeout, ends that session.
     error_code ignored;
     if (acceptor_) acceptor_->close(ignored);
     signals_.cancel(ignored);
     ticker_.cancel();
     resync_.cancel();
-    for (auto& list : {sessions_, feeds_}) {
-      for (const auto& s : list) s->close();
+    for (const auto& s : sessions_) {
+      if (s->state.uploaded) {
+        s->finish();
+      } else {
+        s->close();
+      }
     }
+    for (const auto& s : feeds_) s->close();
     notifier_.notify();
   }
 

@@ -108,6 +108,14 @@ class ControlSession : public ClockPeer, public std::enable_shared_from_this<Con
     boost::beast::get_lowest_layer(ws_).close();
   }
 
+  // Ends the session once what is queued (an agent's bye) has been written: the
+  // controller then stops sending (half-close) and reads until the peer closes,
+  // which a heartbeat timeout bounds. close() still ends it at once.
+  void finish() {
+    if (closed_) return;
+    outbox_.finish();
+  }
+
   // An agent's connection: reads until it ends, then calls handler.on_end once.
   // `now` stamps each message's arrival (CLOCK_REALTIME; injected in tests).
   boost::asio::awaitable<void> run_agent(Handler& handler, std::function<Nanos()> now) {
@@ -167,9 +175,20 @@ class ControlSession : public ClockPeer, public std::enable_shared_from_this<Con
   }
   // A write that failed breaks the connection: the reader then sees its end and
   // reports it (closed, not ended: the controller did not ask for it).
+  // After finish(), the connection is half-closed instead, so that what was
+  // written is read before the peer sees the end.
   static boost::asio::awaitable<void> write_loop(std::shared_ptr<ControlSession> self) {
-    co_await self->outbox_.run();
-    if (!self->closed_) boost::beast::get_lowest_layer(self->ws_).close();
+    const auto failure = co_await self->outbox_.run();
+    if (self->closed_) co_return;
+    auto& lowest = boost::beast::get_lowest_layer(self->ws_);
+    if (self->outbox_.finishing() && !failure) {
+      if constexpr (requires { lowest.socket(); }) {
+        boost::system::error_code ignored;
+        lowest.socket().shutdown(boost::asio::socket_base::shutdown_send, ignored);
+        co_return;
+      }
+    }
+    lowest.close();
   }
 
   WebSocket ws_;

@@ -35,18 +35,26 @@ class Outbox {
     closed_ = true;
     wakeup_.cancel();
   }
+  // The writer ends once everything queued has been written (a goodbye must not
+  // be dropped); later pushes are dropped.
+  void finish() {
+    finishing_ = true;
+    wakeup_.cancel();
+  }
   bool closed() const { return closed_; }
+  bool finishing() const { return finishing_; }
   bool empty() const { return items_.empty(); }
 
-  // Writes until close() or a failed write (the reader of the stream sees the
-  // connection's end and reports it). Returns a reason only for a local problem:
+  // Writes until close(), finish() and an empty queue, or a failed write (the
+  // reader of the stream sees the connection's end and reports it). Returns a reason only for a local problem:
   // a file that could not be read.
   boost::asio::awaitable<std::optional<std::string>> run(std::size_t chunk = 1 << 20) {
     constexpr auto tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
     std::vector<char> buf(chunk);
     while (!closed_) {
       if (items_.empty()) {
-        // Not a deadline: a wait for work, ended by push() or close().
+        if (finishing_) break;
+        // Not a deadline: a wait for work, ended by push(), finish() or close().
         wakeup_.expires_at(boost::asio::steady_timer::time_point::max());
         co_await wakeup_.async_wait(tuple);
         continue;
@@ -79,7 +87,7 @@ class Outbox {
     std::string file;
   };
   void push(Item item) {
-    if (closed_) return;
+    if (closed_ || finishing_) return;
     items_.push_back(std::move(item));
     wakeup_.cancel();
   }
@@ -87,6 +95,7 @@ class Outbox {
   boost::asio::steady_timer wakeup_;
   std::deque<Item> items_;
   bool closed_ = false;
+  bool finishing_ = false;
 };
 
 }  // namespace tw::net
