@@ -222,15 +222,24 @@ random_kills() {
   local p tok=t5 k victim
   for k in 1 2 3 4 5; do
     take_port
-  p=$next_port
+    p=$next_port
     "$TW" run long2.yaml --local 2 --listen 127.0.0.1:$p --token $tok --out "rr$k" --quiet > /dev/null 2>&1 &
     local ctl=$!
     sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
-    case $((RANDOM % 3)) in
-      0) victim=$ctl ;;
-      *) victim=$(pgrep -f -- "--controller 127.0.0.1:$p --rank-hint $((RANDOM % 2))" | head -1) ;;
-    esac
-    [ -n "$victim" ] && kill -KILL "$victim" 2> /dev/null
+    victim=$ctl
+    if [ $((RANDOM % 3)) -ne 0 ]; then
+      # An agent: wait for it to exist (a slow build starts it late; killing
+      # nobody would leave a 100000-iteration run going).
+      local rank=$((RANDOM % 2))
+      victim=""
+      for _ in $(seq 100); do
+        victim=$(pgrep -f -- "--controller 127.0.0.1:$p --rank-hint $rank" | head -1)
+        [ -n "$victim" ] && break
+        sleep 0.1
+      done
+      [ -n "$victim" ] || { echo "round $k: agent $rank never started"; kill -KILL $ctl; return 1; }
+    fi
+    kill -KILL "$victim" 2> /dev/null
     # The controller ends by itself once an agent is gone; if it was the victim, already.
     for _ in $(seq 100); do kill -0 $ctl 2> /dev/null || break; sleep 0.1; done
     kill -0 $ctl 2> /dev/null && { echo "round $k: controller still running"; kill -KILL $ctl; return 1; }
