@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -20,12 +22,15 @@ namespace asio = boost::asio;
 // never when mute.
 struct FakePeer : ClockPeer {
   FakePeer(asio::io_context& ioc, Notifier& n, Nanos& now, Nanos offset) : ioc(ioc), notifier(n), now(now), offset(offset) {}
+  // The answer is timed from this ping's own sending, so that peers answering in
+  // any interleaving each see a round trip of exactly 10.
   void send_ping(std::uint64_t seq) override {
     seqs.push_back(seq);
     if (mute) return;
-    asio::post(ioc, [this, seq] {
-      now += 10;  // the round trip
-      on_pong(seq, now - 5 + offset, now);
+    const Nanos sent = now;
+    asio::post(ioc, [this, seq, sent] {
+      now = std::max(now, sent + 10);  // the round trip
+      on_pong(seq, sent + 5 + offset, sent + 10);
       notifier.notify();
     });
   }
