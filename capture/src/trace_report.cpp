@@ -74,8 +74,8 @@ void print_annotations(std::string& out, const std::vector<ProcessTrace>& traces
     b.iterations.insert(m.iteration);
   }
   TextTable t({"pid", "rank", "iterations", "iteration", "forward", "backward", "optimizer"});
-  for (const auto& [p, by] : compute) {
-    const auto get = [&](trace::MarkType k) {
+  for (const auto& [p, spans] : compute) {
+    const auto get = [&by = spans](trace::MarkType k) {  // clang 14 cannot capture a structured binding
       const auto it = by.find(k);
       return it == by.end() ? std::vector<Nanos>{} : it->second;
     };
