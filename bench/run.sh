@@ -20,6 +20,8 @@ machine() {
 
 for name in "${names[@]}"; do
   out=bench/results/$name.md
+  # A shared machine slows the baselines as much as us: say how quiet it was.
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
   case "$name" in
     profile_load) "$build/bench/profile_load_bench" 40 5 > "$out.new" ;;
     dataplane) bash bench/dataplane.sh "$build" > "$out.new" ;;
@@ -28,7 +30,7 @@ for name in "${names[@]}"; do
     capture) bash bench/capture.sh "$build" > "$out.new" ;;
     *) echo "unknown benchmark: $name (known: ${all[*]})" >&2; exit 2 ;;
   esac
-  { cat "$out.new"; echo; machine; } > "$out"
+  { cat "$out.new"; echo; machine; echo "Load average (1, 5, 15 min) when it started: $load."; } > "$out"
   rm -f "$out.new"
   echo "bench: $name done"
 done
