@@ -81,6 +81,15 @@ ProcessTrace read_one(const fs::path& json_path) {
         t.marks.push_back(e);
         break;
       }
+      case trace::Kind::sample: {
+        trace::SampleEvent e;
+        std::memcpy(&e, buf, 64);
+        if (e.head_len > trace::kSampleHead || e.tail_len > trace::kSampleTail) {
+          throw std::runtime_error(t.file + ": event " + std::to_string(t.event_count() + 1) + ": sample longer than its event");
+        }
+        t.samples.push_back(e);
+        break;
+      }
       case trace::Kind::send:
       case trace::Kind::recv:
       case trace::Kind::connect:

@@ -27,8 +27,9 @@ struct ProcessTrace {
   std::vector<trace::ConnEvent> conns;
   std::vector<trace::TcpInfoEvent> tcp_info;
   std::vector<trace::MarkEvent> marks;  // framework annotations, in time order
+  std::vector<trace::SampleEvent> samples;  // framing bytes of send calls, in file order
   std::string rank_text() const;  // "rank 1", or "" when unknown
-  std::size_t event_count() const { return io.size() + conns.size() + tcp_info.size() + marks.size(); }
+  std::size_t event_count() const { return io.size() + conns.size() + tcp_info.size() + marks.size() + samples.size(); }
 };
 
 // Reads every trace-PID.json/.twt pair in `dir`; throws std::runtime_error naming

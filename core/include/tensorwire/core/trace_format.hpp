@@ -4,6 +4,7 @@
 // the readers; no dependencies beyond the C++ standard library.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace tw::trace {
@@ -21,6 +22,7 @@ enum class Kind : std::uint8_t {
   conn = 7,      // a TCP connection's addresses, first seen (ConnEvent layout)
   tcp_info = 8,  // TCP_INFO at a send call (TcpInfoEvent layout)
   mark = 9,      // a framework annotation (MarkEvent layout)
+  sample = 10,   // the first and last bytes a send call moved (SampleEvent layout)
 };
 
 // Which call produced a send or recv event.
@@ -118,5 +120,26 @@ struct MarkEvent {
   char name[32];  // NUL-padded; cut at 31 bytes
 };
 static_assert(sizeof(MarkEvent) == 64);
+
+// The bytes at both ends of a send call's data, so that a transport's framing
+// (Gloo's op preambles, ZeroMQ's frame headers, OpenMPI's fragment headers) can be
+// decoded to delimit messages exactly. Written after the call's send event, for a
+// call that moved at least one byte; matched to it by (conn, offset). `head` holds
+// the call's first head_len bytes, `tail` its last tail_len bytes, never overlapping
+// the head (tail_len = min(16, result - head_len)). docs/trace-format.md says what
+// this keeps of a job's data and how to turn it off.
+inline constexpr std::size_t kSampleHead = 32;
+inline constexpr std::size_t kSampleTail = 16;
+struct SampleEvent {
+  Kind kind;  // sample
+  std::uint8_t head_len;
+  std::uint8_t tail_len;
+  std::uint8_t pad;
+  std::uint32_t conn;
+  std::uint64_t offset;  // stream offset of the call's first byte, as in its send event
+  std::uint8_t head[kSampleHead];
+  std::uint8_t tail[kSampleTail];
+};
+static_assert(sizeof(SampleEvent) == 64);
 
 }  // namespace tw::trace
