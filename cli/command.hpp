@@ -11,6 +11,7 @@ namespace tw::cli {
 using Action = std::function<int()>;
 
 void add_profile_command(CLI::App& app, Action& action);
+void add_profile_build_command(CLI::App& profile, Action& action);  // under `profile`
 void add_agent_commands(CLI::App& app, Action& action);
 void add_results_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);

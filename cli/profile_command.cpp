@@ -209,6 +209,8 @@ void add_profile_command(CLI::App& app, Action& action) {
   sh->add_option("--link-gbps", show->link_gbps, "Link rate for the iteration-time lower bound")->capture_default_str();
   sh->callback([&action, show] { action = [show] { return run_show(show->file, show->json, show->link_gbps); }; });
 
+  add_profile_build_command(*profile, action);
+
   CLI::App* models = profile->add_subcommand("models", "List the bundled model tensor lists");
   models->callback([&action] { action = [] { return run_models(); }; });
 }

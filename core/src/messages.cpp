@@ -193,6 +193,11 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
   }
   for (auto& v : sends) std::sort(v.begin(), v.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
   for (auto& v : recvs) std::sort(v.begin(), v.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
+  a.call_offsets.resize(a.connections.size());
+  for (std::size_t c = 0; c < sends.size(); ++c) {
+    a.call_offsets[c].reserve(sends[c].size());
+    for (const trace::Event* e : sends[c]) a.call_offsets[c].push_back(e->offset);
+  }
   for (std::size_t c = 0; c < a.connections.size(); ++c) {
     const auto& s = sends[c];
     std::size_t i = 0;

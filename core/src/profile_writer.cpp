@@ -155,7 +155,9 @@ std::string write_profile_yaml(const Profile& p) {
         out += "}\n";
       }
     }
-    if (!o.ops_file.empty()) {
+    if (!o.ops_file.empty() && o.ops.empty()) {
+      out += "  ops_file: " + scalar(o.ops_file) + "\n";  // written next to it by save_profile_with_sidecar
+    } else if (!o.ops_file.empty()) {
       // The sidecar's rows were merged into o.ops on load; they are written back
       // inline, since the sidecar travels with the file it was read from.
       out += "  # observed ops originally from " + scalar(o.ops_file) + "\n";
@@ -193,5 +195,25 @@ void write_file_atomic(const std::string& path, std::string_view text) {
 }
 
 void save_profile(const Profile& profile, const std::string& path) { write_file_atomic(path, write_profile_yaml(profile)); }
+
+std::string save_profile_with_sidecar(const Profile& profile, const std::string& path, std::size_t inline_limit) {
+  if (!profile.observed || profile.observed->ops.size() <= inline_limit) {
+    save_profile(profile, path);
+    return {};
+  }
+  std::filesystem::path file(path);
+  const std::string name = file.stem().string() + ".observed.csv";
+  const std::string sidecar = (file.parent_path() / name).string();
+  std::string csv = "iteration,op,start_ns,end_ns\n";
+  for (const ObservedOp& x : profile.observed->ops) {
+    csv += std::to_string(x.iteration) + "," + profile.ops[x.op].id + "," + std::to_string(x.start) + "," + std::to_string(x.end) + "\n";
+  }
+  write_file_atomic(sidecar, csv);
+  Profile p = profile;
+  p.observed->ops.clear();
+  p.observed->ops_file = name;
+  save_profile(p, path);
+  return sidecar;
+}
 
 }  // namespace tw

@@ -36,6 +36,11 @@ std::string write_profile_yaml(const Profile& profile);
 // path and the reason (e.g. a full disk) on failure.
 void save_profile(const Profile& profile, const std::string& path);
 
+// The same, with observed op timings beyond `inline_limit` rows written to a CSV
+// sidecar next to the profile (STEM.observed.csv, named in `observed.ops_file`).
+// Returns the sidecar's path, or "" when the timings stayed inline.
+std::string save_profile_with_sidecar(const Profile& profile, const std::string& path, std::size_t inline_limit);
+
 // Writes `text` to `path` atomically; throws std::runtime_error on failure.
 void write_file_atomic(const std::string& path, std::string_view text);
 

@@ -116,6 +116,11 @@ struct CaptureAnalysis {
   std::vector<Connection> connections;
   std::vector<Message> messages;  // by connection, in stream order
   std::vector<AnnotatedSpan> spans;  // by process, then begin
+  // Per connection: the stream offsets at which its send calls began, ascending.
+  // Every message starts at one; a framework writes a transfer from its start, so
+  // these recur from iteration to iteration even where messages are grouped
+  // differently.
+  std::vector<std::vector<std::uint64_t>> call_offsets;
 };
 
 // Pairs each process's annotation marks into spans (by type, thread and name;

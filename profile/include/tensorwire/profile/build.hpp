@@ -1,0 +1,88 @@
+// `tensorwire profile build`: a traffic profile from the captures of a real job.
+// The rules (ranks, roles, which connections are data, iterations, dependencies,
+// compute time, observed timings) are documented in docs/profile-build.md. Pure:
+// it reads the capture model of core/ and writes a Profile.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensorwire/core/profile.hpp"
+#include "tensorwire/core/trace.hpp"
+
+namespace tw {
+
+// One capture directory as read by read_capture_dir.
+struct CaptureInput {
+  std::string dir;
+  std::vector<ProcessTrace> traces;
+};
+
+struct BuildOptions {
+  // Detected iterations A..B-1 (the job's own numbers when annotated, else counted
+  // from the first detected one); default: the longest run of steady iterations.
+  std::optional<std::pair<std::int64_t, std::int64_t>> iterations;
+  bool keep_control = false;  // keep connections that are not part of the per-iteration schedule
+  Nanos compute_min = 20 * kMicro;  // a shorter wait before a send is the send's `gap`, not a compute op
+  std::string generator;  // the command line, for metadata.generator
+};
+
+// What the builder found, for people (text) and tests (JSON).
+struct BuildReport {
+  struct RankLine {
+    RankId rank = 0;
+    int pid = 0;
+    std::string host, role, how;  // how: "RANK=1", "OMPI_COMM_WORLD_RANK=0", "traffic"
+  };
+  struct ConnectionLine {
+    std::string local, remote;
+    int pid = 0;
+    std::string use;  // "data" or why it was left out: "store", "launcher", "untraced peer", "same rank", "irregular"
+    Bytes bytes = 0;
+    std::size_t messages = 0;
+  };
+  struct ClockLine {
+    std::string host;
+    Nanos offset = 0;        // subtracted from the host's times
+    Nanos uncertainty = -1;  // half the width of the bound; -1: bounded on one side only
+  };
+  std::vector<RankLine> ranks;
+  std::vector<ConnectionLine> connections;
+  std::vector<ClockLine> clocks;
+  std::string iteration_source;  // "annotations" or "periodic traffic"
+  std::int64_t detected = 0;     // iterations found
+  std::int64_t first_used = 0, used = 0;  // the job's numbers A, and how many from A
+  std::vector<std::string> dropped;  // "iteration 0: warm-up (different messages)", ...
+  std::size_t messages_per_iteration = 0;
+  Bytes bytes_per_iteration = 0;
+  std::size_t sends = 0, sends_with_dependencies = 0, compute_ops = 0;
+  Nanos compute_per_iteration = 0;   // summed over ranks
+  Nanos gap_spread_p50 = 0, gap_spread_p90 = 0;  // per send: p90 - p10 of its wait over the iterations
+  std::vector<std::string> warnings;
+};
+
+struct BuiltProfile {
+  Profile profile;
+  BuildReport report;
+};
+
+// Throws std::runtime_error with one line saying what is missing (no traced
+// process, no data connection between two ranks, no repeating iteration, an
+// --iterations range outside what was found).
+BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const BuildOptions& options);
+
+// Reads each directory with read_capture_dir; throws std::runtime_error naming
+// the directory or file that is not a readable capture.
+std::vector<CaptureInput> read_captures(const std::vector<std::string>& dirs);
+
+// `profile build` keeps at most this many observed op rows inline; the rest go to
+// a CSV sidecar.
+inline constexpr std::size_t kInlineObservedOps = 20000;
+
+std::string build_report_text(const BuildReport& r);
+nlohmann::json build_report_json(const BuildReport& r);
+
+}  // namespace tw

@@ -1,0 +1,456 @@
+// `profile build`: the steps in order (docs/profile-build.md). Ranks and the
+// connections between them, host clocks onto one time line, iterations, the
+// steady iterations used, one op per message position, dependencies, compute
+// time, observed timings.
+#include "tensorwire/profile/build.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "build_job.hpp"
+#include "tensorwire/core/units.hpp"
+
+namespace tw {
+
+namespace {
+
+using build::Direction;
+using build::kNoIteration;
+
+// A connection with messages in fewer of the iterations than this is not part of
+// the per-iteration schedule (a heartbeat, a store polled now and then).
+constexpr double kRegularShare = 0.5;
+
+// The mean of the middle 80%: compute time adds up along a path, so a mean keeps
+// the iteration time, and trimming keeps one descheduled iteration out.
+Nanos trimmed_mean(std::vector<Nanos> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t cut = v.size() / 10;
+  long double sum = 0;
+  std::size_t n = 0;
+  for (std::size_t i = cut; i + cut < v.size(); ++i) sum += static_cast<long double>(v[i]), ++n;
+  return static_cast<Nanos>(std::llround(sum / static_cast<long double>(std::max<std::size_t>(n, 1))));
+}
+
+Nanos spread(std::vector<Nanos> v) {
+  if (v.size() < 2) return 0;
+  return percentile(v, 0.9) - percentile(std::move(v), 0.1);
+}
+
+Nanos median_of(std::vector<Nanos> v) { return v.empty() ? 0 : percentile(std::move(v), 0.5); }
+
+std::string rank_name(RankId r) { return "r" + std::to_string(r); }
+
+// Which iterations to use: the requested range, or the longest run of
+// consecutive iterations that carry the same messages (the same sizes on every
+// connection, or failing that the same counts).
+struct Choice {
+  std::vector<std::int64_t> used;
+  bool by_count = false;
+  std::vector<std::string> dropped;
+};
+
+Choice choose_iterations(const std::vector<std::int64_t>& numbers,
+                         const std::map<std::int64_t, std::vector<std::vector<Bytes>>>& sizes, const BuildOptions& o) {
+  std::vector<std::int64_t> pool;
+  for (std::int64_t n : numbers) {
+    if (!o.iterations || (n >= o.iterations->first && n < o.iterations->second)) pool.push_back(n);
+  }
+  if (pool.empty()) {
+    throw std::runtime_error(o.iterations ? "--iterations " + std::to_string(o.iterations->first) + ":" +
+                                                std::to_string(o.iterations->second) + " holds none of the iterations found (" +
+                                                std::to_string(numbers.empty() ? 0 : numbers.front()) + " to " +
+                                                std::to_string(numbers.empty() ? 0 : numbers.back()) + ")"
+                                          : "no iteration in which every rank sent");
+  }
+  Choice c;
+  for (int pass = 0; pass < 2; ++pass) {
+    c.by_count = pass == 1;
+    // Pass 0: the same sizes on every flow (in any order: collectives running at
+    // once interleave differently each time). Pass 1: the same number of
+    // messages and bytes (messages grouped by timing differ in size).
+    const auto signature = [&](std::int64_t n) {
+      std::vector<std::vector<Bytes>> s = sizes.at(n);
+      for (auto& v : s) {
+        if (c.by_count) {
+          Bytes total = 0;
+          for (Bytes b : v) total += b;
+          v = {v.size(), total};
+        } else {
+          std::sort(v.begin(), v.end());
+        }
+      }
+      return s;
+    };
+    std::map<std::vector<std::vector<Bytes>>, std::size_t> count;
+    for (std::int64_t n : pool) ++count[signature(n)];
+    const auto mode = std::max_element(count.begin(), count.end(), [](const auto& x, const auto& y) { return x.second < y.second; })->first;
+    std::size_t best_begin = 0, best_len = 0;
+    for (std::size_t i = 0; i < pool.size();) {
+      if (signature(pool[i]) != mode) {
+        ++i;
+        continue;
+      }
+      std::size_t k = i + 1;
+      while (k < pool.size() && pool[k] == pool[k - 1] + 1 && signature(pool[k]) == mode) ++k;
+      if (k - i > best_len) best_begin = i, best_len = k - i;
+      i = k;
+    }
+    if (best_len >= 2 || pass == 1 || pool.size() == 1) {
+      c.used.assign(pool.begin() + static_cast<std::ptrdiff_t>(best_begin), pool.begin() + static_cast<std::ptrdiff_t>(best_begin + best_len));
+      break;
+    }
+  }
+  const std::set<std::int64_t> used(c.used.begin(), c.used.end());
+  for (std::int64_t n : numbers) {
+    if (used.count(n)) continue;
+    std::string why = o.iterations && (n < o.iterations->first || n >= o.iterations->second) ? "outside --iterations"
+                      : n < c.used.front()                                                  ? "warm-up: other messages than the steady iterations"
+                      : n > c.used.back()                                                   ? "after the steady iterations: other messages"
+                                                                                            : "other messages than the steady iterations";
+    c.dropped.push_back("iteration " + std::to_string(n) + ": " + why);
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<CaptureInput> read_captures(const std::vector<std::string>& dirs) {
+  std::vector<CaptureInput> out;
+  for (const std::string& d : dirs) out.push_back({d, read_capture_dir(d)});
+  return out;
+}
+
+BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const BuildOptions& o) {
+  BuiltProfile out;
+  BuildReport& rep = out.report;
+  std::vector<ProcessTrace> traces;
+  std::string dirs_text;
+  for (const CaptureInput& c : captures) {
+    if (c.traces.empty()) throw std::runtime_error(c.dir + ": no traced process in this capture");
+    traces.insert(traces.end(), c.traces.begin(), c.traces.end());
+    dirs_text += (dirs_text.empty() ? "" : " ") + c.dir;
+  }
+  if (traces.empty()) throw std::runtime_error("no capture to build from");
+
+  // Ranks and clocks come from a first look; the messages are made again on the
+  // shared time line.
+  CaptureAnalysis a = analyse_capture(traces);
+  build::Ranks ranks = build::find_ranks(traces, a, rep.warnings);
+  if (ranks.ranks.size() < 2) {
+    throw std::runtime_error(dirs_text + ": fewer than two processes exchanged traced TCP traffic (" +
+                             std::to_string(ranks.ranks.size()) + " rank found)");
+  }
+  rep.clocks = build::align_clocks(traces, a, ranks.ranks[0].process, rep.warnings);
+  if (std::any_of(rep.clocks.begin(), rep.clocks.end(), [](const auto& c) { return c.offset != 0; })) a = analyse_capture(traces);
+  std::vector<Direction> dirs = build::directions(a, ranks);
+  build::assign_roles(ranks, traces, a, dirs);
+
+  // Iterations, then the connections whose traffic does not follow them; found
+  // again without those when there were any.
+  build::Iterations its;
+  for (int pass = 0; pass < 2; ++pass) {
+    its = build::find_iterations(traces, a, ranks, dirs, rep.warnings);
+    if (its.numbers.empty()) throw std::runtime_error(dirs_text + ": no iteration in which every rank sent");
+    const std::set<std::int64_t> numbers(its.numbers.begin(), its.numbers.end());
+    bool changed = false;
+    for (Direction& d : dirs) {
+      if (d.use != "data") continue;
+      std::set<std::int64_t> present;
+      for (std::size_t m : d.messages) {
+        if (numbers.count(its.of_message[m])) present.insert(its.of_message[m]);
+      }
+      if (static_cast<double>(present.size()) < kRegularShare * static_cast<double>(numbers.size())) {
+        d.use = "irregular";
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  if (o.keep_control) {
+    for (Direction& d : dirs) {
+      const Connection& c = a.connections[d.conn];
+      if (d.use == "data" || !c.peer) continue;
+      const std::optional<RankId> src = ranks.of_process[c.process];
+      const std::optional<RankId> dst = ranks.of_process[a.connections[*c.peer].process];
+      if (src.has_value() && dst.has_value() && src.value() != dst.value()) d.use = "data", d.src = src.value(), d.dst = dst.value();
+    }
+  }
+  std::vector<std::size_t> data;  // indices into dirs, the profile's flows in order
+  for (std::size_t d = 0; d < dirs.size(); ++d) {
+    if (dirs[d].use == "data") data.push_back(d);
+  }
+  std::stable_sort(data.begin(), data.end(), [&](std::size_t x, std::size_t y) {
+    return std::tie(dirs[x].src, dirs[x].dst) < std::tie(dirs[y].src, dirs[y].dst);
+  });
+  if (data.empty()) throw std::runtime_error(dirs_text + ": no connection between two ranks carries per-iteration traffic");
+
+  // Messages per iteration and flow, in stream order (then, once the iterations
+  // are chosen, in the order that matches them up across iterations).
+  std::map<std::int64_t, std::vector<std::vector<std::size_t>>> per;  // iteration -> [flow] -> messages
+  for (std::int64_t n : its.numbers) per[n].resize(data.size());
+  for (std::size_t f = 0; f < data.size(); ++f) {
+    for (std::size_t m : dirs[data[f]].messages) {
+      const auto it = per.find(its.of_message[m]);
+      if (it != per.end()) it->second[f].push_back(m);
+    }
+  }
+  std::map<std::int64_t, std::vector<std::vector<Bytes>>> sizes;
+  for (const auto& [n, flows] : per) {
+    auto& s = sizes[n];
+    for (const auto& v : flows) {
+      s.emplace_back();
+      for (std::size_t m : v) s.back().push_back(a.messages[m].end - a.messages[m].begin);
+    }
+  }
+  const Choice choice = choose_iterations(its.numbers, sizes, o);
+  if (choice.by_count) {
+    rep.warnings.push_back("message sizes differ between iterations (messages grouped by timing): ops are matched by "
+                           "their order on each connection and take the median size");
+  }
+  if (!choice.by_count) {
+    // The same sizes in every used iteration: a message is matched to the one of
+    // the same size and the same rank among equal sizes in the other iterations.
+    for (std::int64_t n : choice.used) {
+      for (auto& v : per.at(n)) {
+        std::stable_sort(v.begin(), v.end(), [&](std::size_t x, std::size_t y) {
+          return a.messages[x].end - a.messages[x].begin < a.messages[y].end - a.messages[y].begin;
+        });
+      }
+    }
+  }
+  const std::size_t K = choice.used.size();
+  rep.iteration_source = its.source;
+  rep.detected = static_cast<std::int64_t>(its.numbers.size());
+  rep.first_used = choice.used.front();
+  rep.used = static_cast<std::int64_t>(K);
+  rep.dropped = choice.dropped;
+
+  // The profile's ranks and flows.
+  Profile& p = out.profile;
+  p.metadata.source = "capture";
+  p.metadata.pattern = "captured";
+  p.metadata.description = "built from " + dirs_text + ": iterations " + std::to_string(choice.used.front()) + " to " +
+                           std::to_string(choice.used.back()) + " (" + its.source + ")";
+  p.metadata.generator = o.generator;
+  p.iterations = K;
+  p.iteration_barrier = true;
+  for (std::size_t r = 0; r < ranks.ranks.size(); ++r) {
+    p.ranks.push_back({static_cast<RankId>(r), traces[ranks.ranks[r].process].host, ranks.ranks[r].role});
+  }
+  std::map<std::pair<RankId, RankId>, int> pair_count;
+  for (std::size_t d : data) {
+    const int n = ++pair_count[{dirs[d].src, dirs[d].dst}];
+    p.flows.push_back({rank_name(dirs[d].src) + "-" + rank_name(dirs[d].dst) + (n > 1 ? "#" + std::to_string(n) : ""), dirs[d].src, dirs[d].dst});
+  }
+
+  // One send per message position; its instances in the used iterations.
+  std::vector<build::SendTimes> sends;
+  std::vector<std::pair<FlowIndex, std::size_t>> send_at;  // (flow, position)
+  std::vector<Bytes> send_bytes;
+  for (std::size_t f = 0; f < data.size(); ++f) {
+    const std::size_t positions = per.at(choice.used.front())[f].size();
+    for (std::size_t j = 0; j < positions; ++j) {
+      build::SendTimes s;
+      s.rank = dirs[data[f]].src;
+      s.dst = dirs[data[f]].dst;
+      std::vector<Nanos> b;  // sizes, in percentile()'s type
+      for (std::int64_t n : choice.used) {
+        const auto& v = per.at(n)[f];
+        const Message* m = j < v.size() ? &a.messages[v[j]] : nullptr;
+        s.ready.push_back(m ? m->ready : -1);
+        s.sent.push_back(m ? m->sent_app : -1);
+        s.received.push_back(m ? m->recv_last : -1);
+        if (m) b.push_back(static_cast<Nanos>(m->end - m->begin));
+      }
+      sends.push_back(std::move(s));
+      send_at.emplace_back(static_cast<FlowIndex>(f), j);
+      send_bytes.push_back(static_cast<Bytes>(median_of(std::move(b))));
+    }
+  }
+  // When each rank could start each used iteration: its previous iteration's last
+  // send returned and last message arrived (the replay's barrier).
+  const std::size_t R = ranks.ranks.size();
+  std::map<std::int64_t, std::vector<Nanos>> ends;  // iteration -> [rank] last activity
+  std::map<std::int64_t, std::vector<Nanos>> firsts;  // iteration -> [rank] first ready
+  for (std::size_t d = 0; d < dirs.size(); ++d) {
+    if (dirs[d].use != "data") continue;
+    for (std::size_t m : dirs[d].messages) {
+      const std::int64_t n = its.of_message[m];
+      if (n == kNoIteration) continue;
+      auto& e = ends.try_emplace(n, std::vector<Nanos>(R, -1)).first->second;
+      auto& f = firsts.try_emplace(n, std::vector<Nanos>(R, -1)).first->second;
+      const Message& x = a.messages[m];
+      e[dirs[d].src] = std::max(e[dirs[d].src], x.sent_app);
+      if (x.recv_last >= 0) e[dirs[d].dst] = std::max(e[dirs[d].dst], x.recv_last);
+      if (f[dirs[d].src] < 0 || x.ready < f[dirs[d].src]) f[dirs[d].src] = x.ready;
+    }
+  }
+  std::vector<std::vector<Nanos>> rank_start(R, std::vector<Nanos>(K, -1)), rank_end(R, std::vector<Nanos>(K, -1));
+  for (std::size_t k = 0; k < K; ++k) {
+    const std::int64_t n = choice.used[k];
+    const auto prev = ends.find(n - 1);
+    for (std::size_t r = 0; r < R; ++r) {
+      const Nanos first = firsts.count(n) ? firsts.at(n)[r] : -1;
+      Nanos start = prev != ends.end() ? prev->second[r] : -1;
+      if (start < 0 || (first >= 0 && start > first)) start = first;
+      rank_start[r][k] = start;
+      rank_end[r][k] = ends.count(n) ? ends.at(n)[r] : -1;
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r) {  // a rank that only receives starts with the job
+    for (std::size_t k = 0; k < K; ++k) {
+      if (rank_start[r][k] >= 0) continue;
+      Nanos s = -1;
+      for (std::size_t q = 0; q < R; ++q) {
+        if (rank_start[q][k] >= 0 && (s < 0 || rank_start[q][k] < s)) s = rank_start[q][k];
+      }
+      rank_start[r][k] = s;
+    }
+  }
+  const build::Inferred inf = build::infer_dependencies(sends, rank_start);
+
+  // The wait before each send: a compute op when long enough and when it did not
+  // overlap a longer wait of the same rank in the original (a rank computes one
+  // op at a time in the replay); the send's gap otherwise.
+  struct Wait {
+    std::size_t send;
+    Nanos mean, from, to;  // median start and end relative to the rank's iteration start
+  };
+  std::vector<std::vector<Wait>> waits(R);
+  std::vector<Nanos> spreads;
+  for (std::size_t i = 0; i < sends.size(); ++i) {
+    std::vector<Nanos> from_rel, to_rel;
+    for (std::size_t k = 0; k < K; ++k) {
+      from_rel.push_back(inf.from[i][k] - rank_start[sends[i].rank][k]);
+      to_rel.push_back(sends[i].ready[k] - rank_start[sends[i].rank][k]);
+    }
+    spreads.push_back(spread(inf.wait[i]));
+    waits[sends[i].rank].push_back({i, trimmed_mean(inf.wait[i]), median_of(from_rel), median_of(to_rel)});
+  }
+  std::vector<bool> is_compute(sends.size(), false);
+  for (auto& v : waits) {
+    std::vector<const Wait*> order;
+    for (const Wait& w : v) {
+      if (w.mean >= o.compute_min) order.push_back(&w);
+    }
+    std::stable_sort(order.begin(), order.end(), [](const Wait* x, const Wait* y) { return x->mean > y->mean; });
+    std::vector<std::pair<Nanos, Nanos>> taken;
+    for (const Wait* w : order) {
+      const bool overlaps = std::any_of(taken.begin(), taken.end(), [&](const auto& t) { return w->from < t.second && t.first < w->to; });
+      if (overlaps) continue;
+      taken.emplace_back(w->from, w->to);
+      is_compute[w->send] = true;
+    }
+  }
+
+  // Ops in the order of their median start in the iteration, computes before
+  // their sends.
+  std::vector<Nanos> start_median(sends.size());
+  for (std::size_t i = 0; i < sends.size(); ++i) {
+    std::vector<Nanos> rel;
+    for (std::size_t k = 0; k < K; ++k) rel.push_back(inf.from[i][k] - rank_start[sends[i].rank][k]);
+    start_median[i] = median_of(std::move(rel));
+  }
+  std::vector<std::size_t> order(sends.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return start_median[x] < start_median[y]; });
+  std::vector<OpIndex> send_op(sends.size()), compute_op(sends.size(), 0);
+  // Op ids first (dependencies name them), then the ops.
+  std::vector<std::string> send_id(sends.size());
+  for (std::size_t i = 0; i < sends.size(); ++i) send_id[i] = p.flows[send_at[i].first].id + "." + std::to_string(send_at[i].second);
+  {
+    OpIndex next = 0;
+    for (std::size_t i : order) {
+      if (is_compute[i]) compute_op[i] = next++;
+      send_op[i] = next++;
+    }
+  }
+  p.ops.resize(sends.size() + static_cast<std::size_t>(std::count(is_compute.begin(), is_compute.end(), true)));
+  const auto deps_of = [&](std::size_t i) {
+    std::vector<Dependency> after;
+    for (const Dependency& d : inf.after[i]) after.push_back({send_op[d.op], d.recv, 0});
+    return after;
+  };
+  for (std::size_t i = 0; i < sends.size(); ++i) {
+    Op s;
+    s.id = send_id[i];
+    s.type = OpType::send;
+    s.flow = send_at[i].first;
+    s.rank = p.flows[s.flow].src;
+    s.bytes = std::max<Bytes>(1, send_bytes[i]);
+    const Nanos wait = trimmed_mean(inf.wait[i]);
+    if (is_compute[i]) {
+      Op c;
+      c.id = send_id[i] + ".pre";
+      c.type = OpType::compute;
+      c.rank = s.rank;
+      c.duration = std::clamp<Nanos>(wait, 1, limits::kMaxDuration);
+      c.after = deps_of(i);
+      c.label = "before " + send_id[i];
+      p.ops[compute_op[i]] = std::move(c);
+      s.after = {{compute_op[i], false, 0}};
+      ++rep.compute_ops;
+      rep.compute_per_iteration += wait;
+    } else {
+      s.after = deps_of(i);
+      s.gap = std::clamp<Nanos>(wait, 0, limits::kMaxDuration);
+    }
+    rep.sends_with_dependencies += !inf.after[i].empty();
+    p.ops[send_op[i]] = std::move(s);
+  }
+  rep.sends = sends.size();
+  rep.messages_per_iteration = sends.size();
+  for (std::size_t i = 0; i < sends.size(); ++i) rep.bytes_per_iteration += p.ops[send_op[i]].bytes;
+  if (!spreads.empty()) {
+    rep.gap_spread_p50 = percentile(spreads, 0.5);
+    rep.gap_spread_p90 = percentile(spreads, 0.9);
+  }
+
+  // Observed timings, relative to each used iteration's job-wide start.
+  Observed obs;
+  obs.source = "capture " + dirs_text;
+  for (std::size_t k = 0; k < K; ++k) {
+    Nanos start = -1, end = -1;
+    ObservedIteration it;
+    for (std::size_t r = 0; r < R; ++r) {
+      if (rank_start[r][k] >= 0 && (start < 0 || rank_start[r][k] < start)) start = rank_start[r][k];
+      end = std::max(end, rank_end[r][k]);
+      it.rank_durations.push_back(rank_end[r][k] >= 0 && rank_start[r][k] >= 0 ? std::max<Nanos>(0, rank_end[r][k] - rank_start[r][k]) : 0);
+    }
+    it.duration = std::max<Nanos>(0, end - start);
+    obs.iterations.push_back(it);
+    for (std::size_t i = 0; i < sends.size(); ++i) {
+      const build::SendTimes& s = sends[i];
+      if (s.ready[k] < 0) continue;
+      if (is_compute[i]) {
+        obs.ops.push_back({compute_op[i], static_cast<std::uint32_t>(k), std::max<Nanos>(0, inf.from[i][k] - start), s.ready[k] - start});
+      }
+      obs.ops.push_back({send_op[i], static_cast<std::uint32_t>(k), s.ready[k] - start,
+                         s.received[k] >= 0 ? std::max(s.ready[k], s.received[k]) - start : s.sent[k] - start});
+    }
+  }
+  std::sort(obs.ops.begin(), obs.ops.end(), [](const ObservedOp& x, const ObservedOp& y) {
+    return std::tie(x.iteration, x.op) < std::tie(y.iteration, y.op);
+  });
+  p.observed = std::move(obs);
+  p.index();
+
+  // The report.
+  for (std::size_t r = 0; r < R; ++r) {
+    const ProcessTrace& t = traces[ranks.ranks[r].process];
+    rep.ranks.push_back({static_cast<RankId>(r), t.pid, t.host, role_name(ranks.ranks[r].role),
+                         ranks.ranks[r].how + (ranks.ranks[r].role_how.empty() ? "" : ", role from " + ranks.ranks[r].role_how)});
+  }
+  for (const Direction& d : dirs) {
+    const Connection& c = a.connections[d.conn];
+    rep.connections.push_back({c.local.address, c.remote.address, traces[c.process].pid, d.use, c.bytes_sent, d.messages.size()});
+  }
+  return out;
+}
+
+}  // namespace tw

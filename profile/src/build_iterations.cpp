@@ -1,0 +1,289 @@
+// Where one iteration ends and the next begins.
+//
+// With annotations (python/tensorwire/annotate.py) every rank says so. Without,
+// each connection's stream is cut on its own at a byte period (cut_direction).
+// The pieces of different connections are then numbered alike from the
+// messages between them: a receiver's next send answers what it received, and on
+// one rank the sends follow each other. docs/profile-build.md has the details.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+#include <set>
+#include <stdexcept>
+
+#include "build_job.hpp"
+
+namespace tw::build {
+
+namespace {
+
+constexpr std::size_t kMaxPeriodCandidates = 4096;  // message starts tried as the period's end
+constexpr std::size_t kAnchors = 6;        // idlest messages of the second half tried as an iteration's start
+constexpr std::size_t kSampledPeriods = 64;  // multiples of a period checked for a call start
+constexpr double kRecurShare = 0.8;
+
+// Per message of one direction (stream order): its piece, or kNoIteration before
+// the steady part; empty when the stream shows no period.
+//
+// The invariant used: in steady state a connection carries the same number of
+// bytes B in every iteration, and (the iteration being over before the next one
+// starts) the first transfer of each iteration starts at offset o + k * B. The
+// order of transfers inside an iteration may change (Gloo runs two collectives at
+// once), so only the iteration's first write recurs. Anchors are the messages
+// after the longest idle gaps (where an iteration starts after compute); the
+// period is the smallest start distance after an anchor at which most multiples
+// land on a call start.
+std::vector<std::int64_t> cut_direction(const CaptureAnalysis& a, const std::vector<std::size_t>& msgs,
+                                        const std::vector<std::uint64_t>& calls) {
+  const std::size_t n = msgs.size();
+  if (n < 6 || calls.empty()) return {};
+  std::vector<std::uint64_t> start(n);
+  std::vector<Nanos> gap(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    start[i] = a.messages[msgs[i]].begin;
+    if (i > 0) gap[i] = std::max<Nanos>(0, a.messages[msgs[i]].ready - a.messages[msgs[i - 1]].sent_app);
+  }
+  const auto has_call = [&](std::uint64_t o) { return std::binary_search(calls.begin(), calls.end(), o); };
+  const std::size_t quarter = n / 4;
+  const std::uint64_t from = start[quarter], last = start[n - 1];
+  std::vector<std::size_t> anchors;
+  for (std::size_t i = n / 2; i < n; ++i) anchors.push_back(i);
+  const std::size_t na = std::min(kAnchors, anchors.size());
+  std::partial_sort(anchors.begin(), anchors.begin() + static_cast<std::ptrdiff_t>(na), anchors.end(),
+                    [&](std::size_t x, std::size_t y) { return gap[x] > gap[y]; });
+  anchors.resize(na);
+  std::uint64_t best_p = 0, best_base = 0;
+  for (std::size_t an : anchors) {
+    const std::uint64_t base = start[an];
+    for (std::size_t j = an + 1; j < n && j <= an + kMaxPeriodCandidates; ++j) {
+      const std::uint64_t p = start[j] - base;
+      if (p == 0) continue;
+      if (best_p != 0 && p >= best_p) break;
+      // Multiples of p from the first quarter to the end, at most kSampledPeriods of them.
+      const std::int64_t k_lo = -static_cast<std::int64_t>((base - from) / p);
+      const std::int64_t k_hi = static_cast<std::int64_t>((last - base) / p);
+      if (k_hi - k_lo < 3) break;  // fewer than four iterations: no period to speak of
+      const std::int64_t step = std::max<std::int64_t>(1, (k_hi - k_lo) / static_cast<std::int64_t>(kSampledPeriods));
+      std::size_t tried = 0, hit = 0;
+      for (std::int64_t k = k_lo; k <= k_hi; k += step) {
+        ++tried;
+        hit += has_call(static_cast<std::uint64_t>(static_cast<std::int64_t>(base) + k * static_cast<std::int64_t>(p)));
+      }
+      if (static_cast<double>(hit) >= kRecurShare * static_cast<double>(tried)) {
+        best_p = p, best_base = base;
+        break;
+      }
+    }
+  }
+  if (best_p == 0) return {};
+  // The steady part begins at the earliest cut from which the cuts recur back
+  // from the anchor (one missing cut is forgiven).
+  std::int64_t first_k = 0;
+  for (std::int64_t k = 0, missing = 0;; --k) {
+    const std::int64_t o = static_cast<std::int64_t>(best_base) + k * static_cast<std::int64_t>(best_p);
+    if (o < static_cast<std::int64_t>(start[0])) break;
+    if (has_call(static_cast<std::uint64_t>(o))) {
+      first_k = k, missing = 0;
+    } else if (++missing > 1) {
+      break;
+    }
+  }
+  const std::uint64_t steady = static_cast<std::uint64_t>(static_cast<std::int64_t>(best_base) + first_k * static_cast<std::int64_t>(best_p));
+  std::vector<std::int64_t> piece(n, kNoIteration);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (start[i] >= steady) piece[i] = static_cast<std::int64_t>((start[i] - steady) / best_p);
+  }
+  if (std::getenv("TW_DEBUG_CUTS")) fprintf(stderr, "direction of %zu messages: period %lu from %lu\n", n, (unsigned long)best_p, (unsigned long)steady);
+  return piece;
+}
+
+Iterations from_annotations(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& a, const Ranks& ranks) {
+  Iterations it;
+  it.source = "annotations";
+  it.of_message.assign(a.messages.size(), kNoIteration);
+  // Per rank process: iteration spans by begin; a message belongs to the last
+  // one that began at or before its ready (up to the next one's begin).
+  std::vector<std::vector<std::pair<Nanos, std::int64_t>>> begins(traces.size());
+  for (const AnnotatedSpan& s : a.spans) {
+    if (s.type == trace::MarkType::iteration && ranks.of_process[s.process]) begins[s.process].emplace_back(s.begin, s.value);
+  }
+  std::map<std::int64_t, std::size_t> seen;  // iteration -> ranks that have it
+  for (auto& b : begins) {
+    std::sort(b.begin(), b.end());
+    std::set<std::int64_t> mine;
+    for (const auto& x : b) mine.insert(x.second);
+    for (std::int64_t v : mine) ++seen[v];
+  }
+  for (std::size_t i = 0; i < a.messages.size(); ++i) {
+    const Message& m = a.messages[i];
+    const auto& b = begins[a.connections[m.connection].process];
+    auto p = std::upper_bound(b.begin(), b.end(), std::make_pair(m.ready, std::numeric_limits<std::int64_t>::max()));
+    if (p != b.begin()) it.of_message[i] = (p - 1)->second;
+  }
+  for (const auto& [v, k] : seen) {
+    if (k == ranks.ranks.size()) it.numbers.push_back(v);
+  }
+  return it;
+}
+
+}  // namespace
+
+Iterations find_iterations(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& a, const Ranks& ranks,
+                           const std::vector<Direction>& dirs, std::vector<std::string>& warnings) {
+  const std::size_t nr = ranks.ranks.size();
+  bool annotated = nr > 0;
+  for (const RankInfo& r : ranks.ranks) {
+    std::size_t n = 0;
+    for (const AnnotatedSpan& s : a.spans) n += s.process == r.process && s.type == trace::MarkType::iteration;
+    annotated = annotated && n >= 2;
+  }
+  if (annotated) return from_annotations(traces, a, ranks);
+
+  Iterations it;
+  it.source = "periodic traffic";
+  it.of_message.assign(a.messages.size(), kNoIteration);
+  // Each data direction cut on its own.
+  std::vector<std::size_t> cut;  // indices into dirs of the directions with a period
+  std::vector<std::vector<std::int64_t>> piece(dirs.size());
+  for (std::size_t d = 0; d < dirs.size(); ++d) {
+    if (dirs[d].use != "data") continue;
+    piece[d] = cut_direction(a, dirs[d].messages, a.call_offsets[dirs[d].conn]);
+    if (!piece[d].empty()) cut.push_back(d);
+  }
+  if (cut.empty()) {
+    throw std::runtime_error("no connection's traffic repeats: mark iterations with tensorwire.annotate "
+                             "(docs/profile-build.md) or capture more iterations");
+  }
+  // A period is the job's iteration only if it lasts as long as the iteration
+  // found on the busiest connection: a stream of equal notifications recurs at
+  // every message. Connections whose period is much shorter or longer are
+  // placed by time, below.
+  const auto piece_time = [&](std::size_t d) {
+    std::map<std::int64_t, Nanos> first;
+    for (std::size_t i = 0; i < dirs[d].messages.size(); ++i) {
+      if (piece[d][i] == kNoIteration) continue;
+      const Nanos t = a.messages[dirs[d].messages[i]].ready;
+      const auto [it, fresh] = first.try_emplace(piece[d][i], t);
+      if (!fresh) it->second = std::min(it->second, t);
+    }
+    std::vector<Nanos> step;
+    for (auto it = first.begin(); it != first.end() && std::next(it) != first.end(); ++it) {
+      if (std::next(it)->first == it->first + 1) step.push_back(std::next(it)->second - it->second);
+    }
+    return step.empty() ? Nanos{0} : percentile(step, 0.5);
+  };
+  const std::size_t busiest = *std::max_element(cut.begin(), cut.end(), [&](std::size_t x, std::size_t y) {
+    return a.connections[dirs[x].conn].bytes_sent < a.connections[dirs[y].conn].bytes_sent;
+  });
+  const Nanos period = piece_time(busiest);
+  std::erase_if(cut, [&](std::size_t d) {
+    const Nanos t = piece_time(d);
+    const bool keep = d == busiest || (2 * t >= period && t <= 2 * period);
+    if (!keep) piece[d].clear();
+    return !keep;
+  });
+  // Votes for the difference between two directions' piece numbers.
+  std::map<std::pair<std::size_t, std::size_t>, std::map<std::int64_t, std::size_t>> votes;
+  const auto by_ready = [&](std::size_t d) {
+    std::vector<std::pair<Nanos, std::int64_t>> v;  // (ready, piece)
+    for (std::size_t i = 0; i < dirs[d].messages.size(); ++i) {
+      if (piece[d][i] != kNoIteration) v.emplace_back(a.messages[dirs[d].messages[i]].ready, piece[d][i]);
+    }
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  std::vector<std::vector<std::pair<Nanos, std::int64_t>>> ready(dirs.size());
+  for (std::size_t d : cut) ready[d] = by_ready(d);
+  for (std::size_t d : cut) {
+    for (std::size_t e : cut) {
+      if (d == e) continue;
+      const bool answers = dirs[e].src == dirs[d].dst, same_rank = dirs[e].src == dirs[d].src;
+      if (!answers && !same_rank) continue;
+      auto& v = votes[{d, e}];
+      const auto& re = ready[e];
+      for (std::size_t i = 0; i < dirs[d].messages.size(); ++i) {
+        if (piece[d][i] == kNoIteration) continue;
+        const Message& m = a.messages[dirs[d].messages[i]];
+        if (answers && m.recv_last >= 0) {  // e's next send after the receipt
+          const auto next = std::lower_bound(re.begin(), re.end(), std::make_pair(m.recv_last, std::numeric_limits<std::int64_t>::min()));
+          if (next != re.end()) ++v[next->second - piece[d][i]];
+        }
+        if (same_rank) {  // e's next send after this one
+          const auto next = std::lower_bound(re.begin(), re.end(), std::make_pair(m.ready, std::numeric_limits<std::int64_t>::min()));
+          if (next != re.end()) ++v[next->second - piece[d][i]];
+        }
+      }
+    }
+  }
+  // Number from the heaviest direction of the first rank that has one.
+  std::size_t root = cut.front();
+  for (std::size_t d : cut) {
+    const auto bytes = [&](std::size_t x) { return a.connections[dirs[x].conn].bytes_sent; };
+    if (dirs[d].src < dirs[root].src || (dirs[d].src == dirs[root].src && bytes(d) > bytes(root))) root = d;
+  }
+  std::vector<std::optional<std::int64_t>> shift(dirs.size());
+  shift[root] = 0;
+  std::vector<std::size_t> queue{root};
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const std::size_t d = queue[q];
+    for (std::size_t e : cut) {
+      if (shift[e]) continue;
+      std::map<std::int64_t, std::size_t> v;  // piece(e) - piece(d)
+      if (const auto f = votes.find({d, e}); f != votes.end()) {
+        for (const auto& [x, k] : f->second) v[x] += k;
+      }
+      if (const auto f = votes.find({e, d}); f != votes.end()) {
+        for (const auto& [x, k] : f->second) v[-x] += k;
+      }
+      if (v.empty()) continue;
+      const auto best = std::max_element(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+      shift[e] = *shift[d] + best->first;
+      queue.push_back(e);
+    }
+  }
+  std::map<std::int64_t, std::set<RankId>> senders;  // iteration -> ranks that sent in it
+  std::set<RankId> ranks_cut;
+  for (std::size_t d : cut) {
+    if (!shift[d]) {
+      warnings.push_back("the connection " + a.connections[dirs[d].conn].local.address + " -> " +
+                         a.connections[dirs[d].conn].remote.address + " exchanged nothing with the others: left out");
+      continue;
+    }
+    ranks_cut.insert(dirs[d].src);
+    for (std::size_t i = 0; i < dirs[d].messages.size(); ++i) {
+      if (piece[d][i] == kNoIteration) continue;
+      const std::int64_t j = piece[d][i] - *shift[d];
+      it.of_message[dirs[d].messages[i]] = j;
+      senders[j].insert(dirs[d].src);
+    }
+  }
+  // Directions without a period of their own (a few messages each iteration) go
+  // by time: into the iteration of their rank's closest earlier cut message.
+  for (std::size_t d = 0; d < dirs.size(); ++d) {
+    if (dirs[d].use != "data" || !piece[d].empty()) continue;
+    std::vector<std::pair<Nanos, std::int64_t>> mine;
+    for (std::size_t e : cut) {
+      if (dirs[e].src != dirs[d].src || !shift[e]) continue;
+      for (const auto& [t, k] : ready[e]) mine.emplace_back(t, k - *shift[e]);
+    }
+    std::sort(mine.begin(), mine.end());
+    for (std::size_t m : dirs[d].messages) {
+      const auto p = std::upper_bound(mine.begin(), mine.end(), std::make_pair(a.messages[m].ready, std::numeric_limits<std::int64_t>::max()));
+      if (p != mine.begin()) it.of_message[m] = (p - 1)->second;
+    }
+  }
+  std::int64_t low = senders.empty() ? 0 : senders.begin()->first;
+  for (auto& v : it.of_message) {
+    if (v != kNoIteration) v -= low;
+  }
+  for (const auto& [j, who] : senders) {
+    if (who.size() == ranks_cut.size()) it.numbers.push_back(j - low);
+  }
+  (void)traces;
+  (void)ranks;
+  return it;
+}
+
+}  // namespace tw::build

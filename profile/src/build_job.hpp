@@ -1,0 +1,95 @@
+// The profile builder's view of a captured job, shared by its steps (ranks and
+// connections, clocks, iterations, dependencies). Private to profile/.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensorwire/core/profile.hpp"
+#include "tensorwire/core/trace.hpp"
+#include "tensorwire/profile/build.hpp"
+
+namespace tw::build {
+
+inline constexpr std::int64_t kNoIteration = std::numeric_limits<std::int64_t>::min();
+
+struct RankInfo {
+  std::size_t process = 0;  // index into the traces
+  std::string how;          // "RANK=1", or "traffic"
+  Role role = Role::worker;
+  std::string role_how;     // "TW_ROLE", "traffic", ""
+};
+
+struct Ranks {
+  std::vector<RankInfo> ranks;                      // by rank id
+  std::vector<std::optional<RankId>> of_process;    // per trace
+};
+
+// Processes that are ranks: the launcher's rank variable when a process has one
+// (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID, ...); when no
+// process has one, every process with traffic to another traced process, by
+// host and pid. A rank claimed by two processes (a forked helper inherits RANK) goes
+// to the one that moved more bytes.
+Ranks find_ranks(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& a, std::vector<std::string>& warnings);
+
+// One direction of a connection between two processes: its sending end.
+struct Direction {
+  std::size_t conn = 0;  // the sender's end, index into CaptureAnalysis::connections
+  RankId src = 0, dst = 0;
+  std::vector<std::size_t> messages;  // indices into CaptureAnalysis::messages, in stream order
+  std::string use = "data";  // or why it is left out of the schedule
+};
+
+// Every direction that carried bytes, with the structural reasons to leave one
+// out: "store" (the rendezvous store, MASTER_PORT), "launcher" (an end that is not
+// a rank), "untraced peer", "same rank". Directions between two ranks stay "data"
+// until the iteration step (irregular traffic).
+std::vector<Direction> directions(const CaptureAnalysis& a, const Ranks& ranks);
+
+// Roles from the traffic where the job did not name them (TW_ROLE): ranks on the
+// smaller side of a bipartite exchange in which the other side does not talk
+// among itself are servers (parameter servers); everyone else is a worker.
+void assign_roles(Ranks& ranks, const std::vector<ProcessTrace>& traces, const CaptureAnalysis& a,
+                  const std::vector<Direction>& dirs);
+
+// Host clocks onto the clock of `reference`'s host (rank 0's), from the traffic
+// itself: no byte is read before it was sent, so each message bounds the offset
+// between its two hosts from one side. Shifts every time in `traces`.
+std::vector<BuildReport::ClockLine> align_clocks(std::vector<ProcessTrace>& traces, const CaptureAnalysis& a,
+                                                 std::size_t reference, std::vector<std::string>& warnings);
+
+struct Iterations {
+  std::string source;                 // "annotations" or "periodic traffic"
+  std::vector<std::int64_t> numbers;  // the job iterations found, ascending
+  std::vector<std::int64_t> of_message;  // per message: its job iteration, or kNoIteration
+};
+
+// Iterations from the job's annotations when every rank has them, else from the
+// periodic structure of each rank's traffic (docs/profile-build.md). Throws when
+// neither is found.
+Iterations find_iterations(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& a, const Ranks& ranks,
+                           const std::vector<Direction>& dirs, std::vector<std::string>& warnings);
+
+// Dependency inference over the used iterations, on plain times so that it can be
+// tested on hand-made schedules. Index k runs over the used iterations.
+struct SendTimes {
+  RankId rank = 0;  // the sender
+  RankId dst = 0;   // the receiver
+  std::vector<Nanos> ready, sent, received;  // [k]: first call entered; last call returned; last byte read
+};
+struct Inferred {
+  std::vector<std::vector<Dependency>> after;  // per send: same-rank sends, or receipts (recv = true)
+  std::vector<std::vector<Nanos>> wait;        // per send, [k]: ready minus its last dependency (or the rank's start)
+  std::vector<std::vector<Nanos>> from;        // per send, [k]: when that last dependency completed
+};
+// `rank_start[r][k]`: when rank r could start iteration k (its previous
+// iteration's last send returned and last message arrived). An edge d -> s holds
+// when s never became ready before d completed, and d was s's latest such event
+// in at least a tenth of the iterations. Ops are referenced by their index in
+// `sends`.
+Inferred infer_dependencies(const std::vector<SendTimes>& sends, const std::vector<std::vector<Nanos>>& rank_start);
+
+}  // namespace tw::build
