@@ -15,8 +15,10 @@
 // - it never writes into the job's descriptors: the writer thread keeps its files
 //   in an fd table of its own (close_range's CLOSE_RANGE_UNSHARE), so the job's
 //   close, closerange, dup2 or fd numbers cannot reach them; where the kernel
-//   refuses that, the files sit at a high number and each write is preceded by an
-//   identity check (st_dev, st_ino), dropping and counting what cannot be written.
+//   refuses that, the files sit at a high number, the interposed close family
+//   keeps the job off them (a dup2 onto one waits for the write in progress, then
+//   moves the file), and each write is preceded by an identity check (st_dev,
+//   st_ino), dropping and counting what cannot be written.
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <fcntl.h>
