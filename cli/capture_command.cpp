@@ -23,11 +23,14 @@ namespace fs = std::filesystem;
 
 struct CaptureArgs {
   CaptureOptions capture;
+  bool no_samples = false;
   bool quiet = false;
 };
 
 int capture_command(const CaptureArgs& a) {
-  CaptureSession session(a.capture);
+  CaptureOptions o = a.capture;
+  o.samples = !a.no_samples;
+  CaptureSession session(o);
   const int status = session.run();
   if (!a.quiet) fmt::print(stderr, "{}\n", session.summary());
   return exit_code_of(status);
@@ -58,13 +61,15 @@ struct ImportArgs {
 int import_command(const ImportArgs& a) {
   const auto traces = read_capture_dir(a.dir);
   if (traces.empty()) throw std::runtime_error(a.dir + ": no traces (trace-PID.json) in it");
+  // The span of every capture that wrote into the directory.
   Nanos begin = 0, end = 0;
-  if (std::ifstream cf(capture_dir::capture_file(a.dir)); cf) {
+  for (const std::string& file : capture_dir::session_files(a.dir)) {
+    std::ifstream cf(file);
     const nlohmann::json c = nlohmann::json::parse(cf, nullptr, false);
-    if (c.is_object()) {
-      begin = c.value("started_ns", Nanos{0});
-      end = c.value("ended_ns", Nanos{0});
-    }
+    if (!c.is_object()) continue;
+    const Nanos b = c.value("started_ns", Nanos{0}), e = c.value("ended_ns", Nanos{0});
+    if (b && (!begin || b < begin)) begin = b;
+    if (e > end) end = e;
   }
   ImportOptions o;
   if (a.pid) {
@@ -104,9 +109,11 @@ void add_capture_commands(CLI::App& app, Action& action) {
   auto a = std::make_shared<CaptureArgs>();
   CLI::App* c = app.add_subcommand("capture", "Run a job with every TCP socket call traced (LD_PRELOAD), unchanged");
   c->footer(
-      "  tensorwire capture --out DIR [--wire auto|IFACE,...|off] -- python3 train.py ...\n"
+      "  tensorwire capture --out DIR [--wire auto|IFACE,...|off] [--append] [--no-samples] -- python3 train.py ...\n"
       "Child processes are traced too (the preload is inherited). One trace per process in DIR, and the\n"
-      "wire tap's TCP headers in DIR/wire-IFACE.pcap (docs/trace-format.md); the exit status is the job's.\n"
+      "wire tap's TCP headers in DIR/wire-IFACE-HOST-PID.pcap (docs/trace-format.md); the exit status is the job's.\n"
+      "A DIR holding a capture is refused unless --append: then captures (one per host or rank, at once or\n"
+      "one after another) keep their own files there, and trace show reads them together.\n"
       "Ctrl-C goes to the job, which flushes on exit. python/ is put on PYTHONPATH: a job may\n"
       "`import tensorwire.annotate` to mark iterations, compute spans and DDP buckets.\n"
       "Then: tensorwire trace show DIR; trace import DIR profiler.json; trace export DIR -o trace.json");
@@ -115,6 +122,9 @@ void add_capture_commands(CLI::App& app, Action& action) {
                 "Wire tap (libpcap, TCP headers only): auto (every interface, loopback included; skipped with a\n"
                 "warning without permission), IFACE,IFACE... (must work), or off")
       ->capture_default_str();
+  c->add_flag("--append", a->capture.append, "Add to a directory that holds a capture already (its files are kept)");
+  c->add_flag("--no-samples", a->no_samples,
+              "Keep none of the job's data: no sample events (by default each send call's first 32 and last 16 bytes)");
   c->add_flag("--quiet", a->quiet, "No summary at the end");
   c->add_option("command", a->capture.command, "The job, after --")->required();
   c->callback([&action, a] { action = [a] { return capture_command(*a); }; });

@@ -2,7 +2,9 @@
 
 #include <fmt/core.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -28,6 +30,11 @@ CaptureSession::CaptureSession(CaptureOptions options) : o_(std::move(options)) 
   interfaces_ = tap_interfaces(o_.wire);
   fs::create_directories(o_.out);
   dir_ = fs::canonical(o_.out).string();
+  if (!o_.append) {
+    if (const std::string f = existing_capture_file(dir_); !f.empty()) {
+      throw std::runtime_error(dir_ + ": holds a capture already (" + f + "); give --append to add this one to it, or another --out");
+    }
+  }
   const std::string exe_dir = fs::path(self_exe()).parent_path().string();
   if (const char* p = std::getenv("TW_CAPTURE_LIB")) shim_ = p;
   else shim_ = find_capture_shim(exe_dir);
@@ -36,26 +43,48 @@ CaptureSession::CaptureSession(CaptureOptions options) : o_(std::move(options)) 
 }
 
 int CaptureSession::run() {
-  // The tap is running before the job's first SYN, so every connection maps onto
-  // its stream. Asked for by name, it must work; on auto, the job runs without it.
+  // This capture's own session file, claimed before anything else is written:
+  // captures sharing the directory never write into each other's files.
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  host_ = host;
+  const int pid = static_cast<int>(::getpid());
+  session_file_ = dir_ + "/" + capture_dir::session_file_name(host_, pid);
+  const int claim = ::open(session_file_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (claim < 0) throw std::runtime_error(session_file_ + ": " + std::strerror(errno));
+  ::close(claim);
+  const Nanos t0 = realtime_ns();
+  // Until the job has run, readers of the directory see that it is running.
+  write_file_atomic(session_file_, nlohmann::json{{"command", o_.command}, {"started_ns", t0}, {"host", host_}, {"pid", pid},
+                                                  {"wire", {{"mode", o_.wire}, {"error", "the capture is still running"}}}}
+                                           .dump(2) + "\n");
   wire_ = {{"mode", o_.wire}};
   std::unique_ptr<WireTap> tap;
-  if (!interfaces_.empty()) {
-    try {
-      tap = WireTap::start({.interfaces = interfaces_, .dir = dir_});
-    } catch (const std::runtime_error& e) {
-      if (o_.wire != "auto") throw;
-      wire_["error"] = e.what();
-      fmt::print(stderr, "tensorwire capture: no wire tap ({}); the traces hold the application's events and TCP_INFO only\n",
-                 e.what());
-    }
-  }
-
   SpawnOptions so;
-  so.env = capture_environment(shim_, dir_, python_dir_, std::getenv("LD_PRELOAD"), std::getenv("PYTHONPATH"));
+  so.env = capture_environment(shim_, dir_, python_dir_, std::getenv("LD_PRELOAD"), std::getenv("PYTHONPATH"), o_.samples);
   so.die_with_parent = false;  // the job's life is its own
-  const Nanos t0 = realtime_ns();
-  ChildProcess job = ChildProcess::spawn(o_.command, so);
+  ChildProcess job = [&] {
+    try {
+      // The tap is running before the job's first SYN, so every connection maps onto
+      // its stream. Asked for by name, it must work; on auto, the job runs without it.
+      if (!interfaces_.empty()) {
+        try {
+          tap = WireTap::start({.interfaces = interfaces_, .dir = dir_, .host = host_, .pid = pid});
+        } catch (const std::runtime_error& e) {
+          if (o_.wire != "auto") throw;
+          wire_["error"] = e.what();
+          fmt::print(stderr, "tensorwire capture: no wire tap ({}); the traces hold the application's events and TCP_INFO only\n",
+                     e.what());
+        }
+      }
+      return ChildProcess::spawn(o_.command, so);
+    } catch (...) {
+      tap.reset();
+      std::error_code ec;
+      fs::remove(session_file_, ec);  // nothing ran: no session
+      throw;
+    }
+  }();
   // Ctrl-C reaches the job from the terminal; this process waits for it to end.
   // (Ignored only now: the job must not inherit the ignoring.)
   ::signal(SIGINT, SIG_IGN);
@@ -68,7 +97,7 @@ int CaptureSession::run() {
     wire_.update(r.to_json());
     if (!r.error.empty()) fmt::print(stderr, "tensorwire capture: wire tap: {}\n", r.error);
   }
-  const nlohmann::json j = {{"command", o_.command}, {"started_ns", t0},  {"ended_ns", t1},
+  const nlohmann::json j = {{"command", o_.command}, {"started_ns", t0},  {"ended_ns", t1}, {"host", host_}, {"pid", pid},
                             {"exit", ChildProcess::describe(status_)}, {"wire", wire_}, {"shim", shim_}};
   // The job has run: whatever goes wrong with the capture now is reported, and the
   // exit status stays the job's. The shim stops writing on a full disk without a
@@ -78,7 +107,7 @@ int CaptureSession::run() {
                std::strerror(ENOSPC));
   }
   try {
-    write_file_atomic(capture_dir::capture_file(dir_), j.dump(2) + "\n");
+    write_file_atomic(session_file_, j.dump(2) + "\n");
   } catch (const std::exception& e) {
     fmt::print(stderr, "tensorwire capture: {}; the capture in {} is incomplete\n", e.what(), dir_);
   }

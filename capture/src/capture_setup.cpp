@@ -2,8 +2,11 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
+
+#include "tensorwire/core/capture_dir.hpp"
 
 namespace tw {
 
@@ -44,14 +47,25 @@ std::string find_python_dir(const std::string& exe_dir) {
 }
 
 std::vector<std::string> capture_environment(const std::string& shim, const std::string& dir, const std::string& python_dir,
-                                             const char* old_preload, const char* old_pythonpath) {
+                                             const char* old_preload, const char* old_pythonpath, bool samples) {
   std::string preload = shim;
   if (old_preload && *old_preload) preload += std::string(":") + old_preload;
   std::vector<std::string> env = {"LD_PRELOAD=" + preload, "TW_CAPTURE_DIR=" + dir};
   if (!python_dir.empty()) {  // import tensorwire.annotate
     env.push_back("PYTHONPATH=" + python_dir + (old_pythonpath && *old_pythonpath ? std::string(":") + old_pythonpath : std::string()));
   }
+  if (!samples) env.push_back("TW_CAPTURE_SAMPLES=0");
   return env;
+}
+
+std::string existing_capture_file(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (capture_dir::is_capture_output(name)) found.push_back(name);
+  }
+  return found.empty() ? std::string() : *std::min_element(found.begin(), found.end());
 }
 
 int exit_code_of(int status) {

@@ -19,16 +19,50 @@ struct ConnTimes {
   std::uint64_t messages = 0;
   std::uint32_t retransmits = 0;
   std::vector<Nanos> in_send, queued, on_wire, ack_wait, to_peer;
+  std::uint64_t to_peer_clamped = 0;  // below zero: the two ends' clocks disagree (two hosts)
 };
 
-std::vector<ConnTimes> connection_times(const CaptureAnalysis& an) {
+// Per connection, its send calls that moved bytes, by stream offset.
+std::vector<std::vector<const trace::Event*>> sends_by_connection(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& an) {
+  std::map<std::pair<std::size_t, std::uint32_t>, std::size_t> index;
+  for (std::size_t i = 0; i < an.connections.size(); ++i) index[{an.connections[i].process, an.connections[i].id}] = i;
+  std::vector<std::vector<const trace::Event*>> out(an.connections.size());
+  for (std::size_t p = 0; p < traces.size(); ++p) {
+    for (const trace::Event& e : traces[p].io) {
+      if (e.kind != trace::Kind::send || e.result <= 0 || (e.flags & trace::kFlagError)) continue;
+      if (const auto it = index.find({p, e.conn}); it != index.end()) out[it->second].push_back(&e);
+    }
+  }
+  for (auto& v : out) std::sort(v.begin(), v.end(), [](const trace::Event* a, const trace::Event* b) { return a->offset < b->offset; });
+  return out;
+}
+
+// When the message's last byte is known to have left: its first sighting on the
+// wire, or else the entry of the send call that moved it (the byte cannot reach
+// the peer before either; a send call's return can come after the peer's read).
+Nanos last_byte_left(const Message& m, const std::vector<const trace::Event*>& sends) {
+  if (m.wire_last >= 0) return m.wire_last;
+  const std::uint64_t last = m.end - 1;
+  auto it = std::upper_bound(sends.begin(), sends.end(), last, [](std::uint64_t o, const trace::Event* e) { return o < e->offset; });
+  if (it != sends.begin() && last < (*std::prev(it))->offset + static_cast<std::uint64_t>((*std::prev(it))->result)) {
+    return (*std::prev(it))->enter_ns;
+  }
+  return m.ready;
+}
+
+std::vector<ConnTimes> connection_times(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& an) {
   std::vector<ConnTimes> out(an.connections.size());
+  const auto sends = sends_by_connection(traces, an);
   for (const Message& m : an.messages) {
     ConnTimes& c = out[m.connection];
     ++c.messages;
     c.retransmits += m.retransmits;
     c.in_send.push_back(m.sent_app - m.ready);
-    if (m.recv_last >= 0) c.to_peer.push_back(m.recv_last - m.sent_app);
+    if (m.recv_last >= 0 && m.end > m.begin) {
+      const Nanos d = m.recv_last - last_byte_left(m, sends[m.connection]);
+      c.to_peer.push_back(std::max<Nanos>(d, 0));
+      if (d < 0) ++c.to_peer_clamped;
+    }
     if (m.wire_first >= 0) c.queued.push_back(m.wire_first - m.ready);
     if (m.wire_first >= 0 && m.wire_last >= 0) c.on_wire.push_back(m.wire_last - m.wire_first);
     if (m.wire_last >= 0 && m.acked >= 0) c.ack_wait.push_back(m.acked - m.wire_last);
@@ -131,12 +165,13 @@ nlohmann::json trace_report_json(const CaptureReading& reading) {
   const std::vector<ProcessTrace>& traces = reading.traces;
   const WireCapture& wire = reading.wire;
   const CaptureAnalysis& an = reading.analysis;
-  const std::vector<ConnTimes> times = connection_times(an);
+  const std::vector<ConnTimes> times = connection_times(traces, an);
   nlohmann::json j;
   nlohmann::json procs = nlohmann::json::array();
   for (const auto& t : traces) {
     procs.push_back({{"pid", t.pid}, {"ppid", t.ppid}, {"host", t.host}, {"rank", t.rank_text()}, {"cmdline", t.cmdline},
-                     {"final", t.final}, {"events_dropped", t.events_dropped}, {"untracked", t.untracked}});
+                     {"final", t.final}, {"events_dropped", t.events_dropped}, {"untracked", t.untracked},
+                     {"samples", t.samples.size()}});
   }
   j["processes"] = std::move(procs);
   j["wire"] = {{"mode", wire.mode},     {"status", wire.status}, {"interfaces", wire.interfaces},
@@ -155,7 +190,8 @@ nlohmann::json trace_report_json(const CaptureReading& reading) {
                         {"retransmits", c.retransmits},    {"retransmitted_bytes", c.retransmitted_bytes},
                         {"kernel_retransmits", c.kernel_retransmits}, {"in_send", distribution(t.in_send)},
                         {"queued", distribution(t.queued)}, {"on_wire_time", distribution(t.on_wire)},
-                        {"ack_wait", distribution(t.ack_wait)}, {"to_peer", distribution(t.to_peer)}};
+                        {"ack_wait", distribution(t.ack_wait)}, {"to_peer", distribution(t.to_peer)},
+                        {"to_peer_clamped", t.to_peer_clamped}};
     if (c.peer) x["peer_pid"] = traces[an.connections[*c.peer].process].pid;
     conns.push_back(std::move(x));
   }
@@ -182,7 +218,7 @@ std::string trace_report_text(const CaptureReading& reading, const std::vector<I
   const std::vector<ProcessTrace>& traces = reading.traces;
   const WireCapture& wire = reading.wire;
   const CaptureAnalysis& an = reading.analysis;
-  const std::vector<ConnTimes> times = connection_times(an);
+  const std::vector<ConnTimes> times = connection_times(traces, an);
   std::string out;
   TextTable p({"pid", "rank", "command", "events", "dropped", "complete"});
   for (const auto& t : traces) {
@@ -218,9 +254,11 @@ std::string trace_report_text(const CaptureReading& reading, const std::vector<I
   out += fmt::format("message timing, p50 / p99 per connection that sent:\n{}", d.str());
   out += fmt::format("\nmessages: send calls less than {} apart on one connection. in send: first call entered to last\n"
              "call returned; queued: first call entered to its first byte on the wire; wire: first to last byte\n"
-             "on the wire; ack: last byte on the wire to the ACK covering it; to peer: last call returned to the\n"
-             "peer reading the last byte. retrans: frames that carried bytes again on the wire / the kernel's\n"
-             "count of retransmitted segments (TCP_INFO, last snapshot; it includes copies dropped before the wire).\n",
+             "on the wire; ack: last byte on the wire to the ACK covering it; to peer: last byte on the wire\n"
+             "(without the wire tap: the send call that moved it entered) to the peer's read call returning it,\n"
+             "never below 0 (on two hosts' clocks, below 0 is clock error and counts as 0). retrans: frames that\n"
+             "carried bytes again on the wire / the kernel's count of retransmitted segments (TCP_INFO, last\n"
+             "snapshot; it includes copies dropped before the wire).\n",
              human_duration(reading.gap));
   if (!an.spans.empty()) print_annotations(out, traces, an);
   if (!ops.empty()) print_ops(out, ops);

@@ -1,13 +1,16 @@
 #include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/capture/wire_tap.hpp"
 
+#include <fcntl.h>
 #include <pcap/pcap.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -120,7 +123,7 @@ std::unique_ptr<WireTap> WireTap::start(const WireTapOptions& o) {
   char err[PCAP_ERRBUF_SIZE] = "";
   for (const auto& name : o.interfaces) {
     // Its place in `handles` before anything can fail: every handle opened is closed.
-    Handle& h = impl->handles.emplace_back(name, o.dir + "/" + capture_dir::wire_file_name(name));
+    Handle& h = impl->handles.emplace_back(name, o.dir + "/" + capture_dir::wire_file_name(name, o.host, o.pid));
     h.pcap = pcap_create(name.c_str(), err);
     if (!h.pcap) throw std::runtime_error("wire tap on " + name + ": " + err);
     pcap_t* p = h.pcap;
@@ -145,8 +148,18 @@ std::unique_ptr<WireTap> WireTap::start(const WireTapOptions& o) {
     }
     pcap_freecode(&prog);
     if (pcap_setnonblock(p, 1, err) != 0) throw std::runtime_error("wire tap on " + name + ": " + err);
-    h.dump = pcap_dump_open(p, h.file.c_str());
-    if (!h.dump) throw std::runtime_error("wire tap: " + std::string(pcap_geterr(p)));
+    const int fd = ::open(h.file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) throw std::runtime_error("wire tap: " + h.file + ": " + std::strerror(errno));
+    FILE* f = ::fdopen(fd, "w");
+    if (!f) {
+      ::close(fd);
+      throw std::runtime_error("wire tap: " + h.file + ": " + std::strerror(errno));
+    }
+    h.dump = pcap_dump_fopen(p, f);
+    if (!h.dump) {
+      std::fclose(f);
+      throw std::runtime_error("wire tap: " + std::string(pcap_geterr(p)));
+    }
   }
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->run(); });

@@ -124,11 +124,26 @@ std::vector<ProcessTrace> read_capture_dir(const std::string& dir) {
   return out;
 }
 
-WireCapture read_wire_capture(const std::string& dir) {
+namespace capture_dir {
+std::vector<std::string> session_files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (is_session_file(e.path().filename().string())) out.push_back(e.path().string());
+  }
+  if (ec) throw std::runtime_error(dir + ": " + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace capture_dir
+
+namespace {
+
+// One session file's wire block; its pcap files, numbered on from `files`, go into `index`.
+WireCapture read_session_wire(const std::string& dir, const std::string& file, std::uint32_t& files, wire::WireIndex& index) {
   WireCapture w;
-  const std::string file = capture_dir::capture_file(dir);
   std::ifstream cf(file);
-  if (!cf) return w;
+  if (!cf) throw std::runtime_error(file + ": cannot open");
   const nlohmann::json c = nlohmann::json::parse(cf, nullptr, false);
   if (c.is_discarded() || !c.is_object()) throw std::runtime_error(file + ": not valid JSON");
   const nlohmann::json wire = c.value("wire", nlohmann::json::object());
@@ -145,16 +160,50 @@ WireCapture read_wire_capture(const std::string& dir) {
     if (w.status.empty()) w.status = "no wire tap in this capture";
     return w;
   }
-  std::uint32_t files = 0;
+  const std::string listed_in = fs::path(file).filename().string();
   for (const auto& f : wire["files"]) {
     const std::string path = dir + "/" + f.get<std::string>();
-    if (!fs::exists(path)) throw std::runtime_error(path + ": listed in capture.json but missing");
+    if (!fs::exists(path)) throw std::runtime_error(path + ": listed in " + listed_in + " but missing");
     wire::PcapRead r = wire::read_pcap(path, files++);
     w.frames += r.frames;
     w.truncated = w.truncated || r.truncated;
-    w.index.add(std::move(r.segments));
+    index.add(std::move(r.segments));
   }
   for (const auto& i : wire.value("interfaces", nlohmann::json::array())) w.interfaces.push_back(i.get<std::string>());
+  return w;
+}
+
+void add_once(std::vector<std::string>& to, const std::string& s) {
+  if (!s.empty() && std::find(to.begin(), to.end(), s) == to.end()) to.push_back(s);
+}
+
+std::string joined(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+}  // namespace
+
+// Every session of the directory (capture.json, and capture-HOST-PID.json of
+// captures that wrote into it together): their wire files in one index.
+WireCapture read_wire_capture(const std::string& dir) {
+  WireCapture w;
+  const std::vector<std::string> sessions = fs::is_directory(dir) ? capture_dir::session_files(dir) : std::vector<std::string>{};
+  if (sessions.empty()) return w;
+  std::uint32_t files = 0;
+  std::vector<std::string> modes, statuses;
+  for (const auto& file : sessions) {
+    const WireCapture s = read_session_wire(dir, file, files, w.index);
+    add_once(modes, s.mode);
+    add_once(statuses, s.status);
+    w.frames += s.frames;
+    w.dropped += s.dropped;
+    w.truncated = w.truncated || s.truncated;
+    for (const auto& i : s.interfaces) add_once(w.interfaces, i);
+  }
+  w.mode = joined(modes, ",");
+  w.status = joined(statuses, "; ");
   w.index.finish();
   return w;
 }

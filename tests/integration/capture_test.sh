@@ -216,23 +216,25 @@ no_permission() {
   echo "$out" | grep -q '^tensorwire capture: no wire tap (wire tap on any: .*); the traces hold the application' || { echo "$out"; return 1; }
   ls capu/trace-*.twt > /dev/null || return 1
   "$TW" trace show capu | grep -q 'wire tap: wire tap on any:' || return 1
-  out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$TW" capture --out capu --wire lo -- touch capu/started 2>&1)
+  out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$TW" capture --out capu --append --wire lo -- touch capu/started 2>&1)
   [ $? -ne 0 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q 'wire tap on lo:' && [ ! -e capu/started ] || { echo "$out"; return 1; }
   rm -rf "$PWD" && cd "$here"
 }
 check "no permission: --wire auto warns and runs the job; --wire lo refuses to start it" no_permission
 
 bad_wire() {
-  mkdir -p badw && cp cap2/trace-* cap2/capture.json badw/ || return 1
-  printf 'not a pcap file, only text' > badw/wire-any.pcap
-  local out
+  mkdir -p badw && cp cap2/trace-* cap2/capture-*.json badw/ || return 1
+  local wf out
+  wf=$(cd cap2 && ls wire-any-*.pcap | head -1)
+  [ -n "$wf" ] || return 1
+  printf 'not a pcap file, only text' > "badw/$wf"
   out=$("$TW" trace show badw 2>&1)
-  [ $? -eq 1 ] && echo "$out" | grep -q 'badw/wire-any.pcap: not a pcap file' || { echo "$out"; return 1; }
-  head -c $(( $(stat -c %s cap2/wire-any.pcap) - 30 )) cap2/wire-any.pcap > badw/wire-any.pcap
+  [ $? -eq 1 ] && echo "$out" | grep -q "badw/$wf: not a pcap file" || { echo "$out"; return 1; }
+  head -c $(( $(stat -c %s "cap2/$wf") - 30 )) "cap2/$wf" > "badw/$wf"
   "$TW" trace show badw | grep -q 'a file was cut short' || return 1
-  rm badw/wire-any.pcap
+  rm "badw/$wf"
   out=$("$TW" trace show badw 2>&1)
-  [ $? -eq 1 ] && echo "$out" | grep -q 'badw/wire-any.pcap: listed in capture.json but missing' || { echo "$out"; return 1; }
+  [ $? -eq 1 ] && echo "$out" | grep -q "badw/$wf: listed in capture-.*\.json but missing" || { echo "$out"; return 1; }
 }
 check "bad, cut or missing wire files: one clear line, or the cut counted" bad_wire
 

@@ -9,6 +9,7 @@
 
 #include "tensorwire/capture/capture_setup.hpp"
 #include "tensorwire/capture/trace_report.hpp"
+#include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/util/temp_dir.hpp"
 #include "../support/trace_builders.hpp"
 
@@ -56,9 +57,62 @@ TEST(TraceReport, TextHasTheTablesAndSaysWhatIsUnknown) {
   EXPECT_NE(with_ops.find("aten::mm"), std::string::npos) << with_ops;
 }
 
+// A store-like exchange: the receiver's read returns (3 us) before the sender's
+// send call does (5 us), as a small send on loopback wakes the reader inside the
+// call. "to peer" is measured from the call's entry (1 us): 2 us, not -2 us.
+TEST(TraceReport, ToPeerIsNeverNegative) {
+  ProcessTrace sender = test::one_connection();
+  sender.io = {test::send(1, 1000, 5000, 0, 100)};
+  ProcessTrace receiver = test::one_connection();
+  receiver.pid = 43;
+  receiver.conns[0].local_port = 2000;
+  receiver.conns[0].remote_port = 1000;
+  receiver.conns[0].how = trace::ConnOrigin::accept;
+  trace::Event r = test::send(1, 500, 3000, 0, 100);
+  r.kind = trace::Kind::recv;
+  r.call = trace::Call::recv;
+  receiver.io = {r};
+  CaptureReading c;
+  c.traces = {sender, receiver};
+  c.analysis = analyse_capture(c.traces, c.gap, nullptr);
+  ASSERT_EQ(c.analysis.messages.size(), 1U);
+  ASSERT_EQ(c.analysis.messages[0].recv_last, 3000) << "the hand-made capture pairs the two ends";
+  const nlohmann::json j = trace_report_json(c);
+  EXPECT_EQ(j["connections"][0]["to_peer"]["p50_ns"], 2000) << j["connections"][0].dump();
+  EXPECT_EQ(j["connections"][0]["to_peer_clamped"], 0);
+  // On two hosts' clocks the read may seem to come before the call: 0, counted.
+  c.traces[1].io[0].exit_ns = 700;
+  c.analysis = analyse_capture(c.traces, c.gap, nullptr);
+  const nlohmann::json k = trace_report_json(c);
+  EXPECT_EQ(k["connections"][0]["to_peer"]["p50_ns"], 0) << k["connections"][0].dump();
+  EXPECT_EQ(k["connections"][0]["to_peer_clamped"], 1);
+  EXPECT_NE(trace_report_text(c, {}).find("to peer: last byte on the wire\n(without the wire tap: the send call that moved it entered)"),
+            std::string::npos);
+}
+
 TEST(TraceReport, ACaptureWithoutTracesIsAnError) {
   const TempDir d("tw-trace-report-test");
   EXPECT_THROW(read_capture(d.path(), 100 * kMicro), std::runtime_error);
+}
+
+// The sessions of a directory several captures wrote into are read together; the
+// single capture.json of older captures still is.
+TEST(TraceReport, EverySessionFileOfADirectoryIsRead) {
+  const TempDir d("tw-trace-report-test");
+  std::ofstream(d.path() + "/capture.json") << R"({"wire": {"mode": "off"}})";
+  EXPECT_EQ(read_wire_capture(d.path()).mode, "off");
+  std::ofstream(d.path() + "/capture-h-7.json") << R"({"wire": {"mode": "auto", "error": "no permission"}})";
+  const WireCapture w = read_wire_capture(d.path());
+  EXPECT_EQ(w.mode, "auto,off") << "in the order of the files' names";
+  EXPECT_EQ(w.status, "no permission; no wire tap in this capture (--wire off)");
+  std::ofstream(d.path() + "/capture-h-8.json") << R"({"wire": {"mode": "auto", "files": ["wire-any-h-8.pcap"], "interfaces": ["any"]}})";
+  try {
+    read_wire_capture(d.path());
+    ADD_FAILURE() << "a missing wire file";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), d.path() + "/wire-any-h-8.pcap: listed in capture-h-8.json but missing");
+  }
+  EXPECT_EQ(capture_dir::session_files(d.path()).size(), 3U);
 }
 
 TEST(CaptureSetup, WireOptionNamesTheInterfaces) {
@@ -83,6 +137,29 @@ TEST(CaptureSetup, FindsTheShimAndPythonBesideTheBinary) {
   EXPECT_EQ(find_python_dir(exe_dir), std::filesystem::canonical(root / "python").string());
 }
 
+// A build outside the source tree: python/ is found in BUILD/python, where the build copies it.
+TEST(CaptureSetup, FindsPythonBesideAnOutOfTreeBuild) {
+  const TempDir d("tw-capture-setup-test");
+  const std::filesystem::path root = d.path();
+  std::filesystem::create_directories(root / "b/cli");
+  std::filesystem::create_directories(root / "b/python/tensorwire");
+  std::ofstream(root / "b/python/tensorwire/annotate.py") << "";
+  EXPECT_EQ(find_python_dir((root / "b/cli").string()), std::filesystem::canonical(root / "b/python").string());
+}
+
+// A directory that holds any capture's file is refused without --append.
+TEST(CaptureSetup, AUsedDirectoryIsFound) {
+  const TempDir d("tw-capture-setup-test");
+  EXPECT_EQ(existing_capture_file(d.path()), "");
+  EXPECT_EQ(existing_capture_file(d.path() + "/missing"), "");
+  std::ofstream(d.path() + "/notes.txt") << "";
+  EXPECT_EQ(existing_capture_file(d.path()), "") << "not a capture's file";
+  std::ofstream(d.path() + "/wire-any-h-1.pcap") << "";
+  EXPECT_EQ(existing_capture_file(d.path()), "wire-any-h-1.pcap");
+  std::ofstream(d.path() + "/capture.json") << "";
+  EXPECT_EQ(existing_capture_file(d.path()), "capture.json");
+}
+
 TEST(CaptureSetup, TheJobsEnvironmentAndExitCode) {
   EXPECT_EQ(capture_environment("/s.so", "/d", "", nullptr, "/x"),
             (std::vector<std::string>{"LD_PRELOAD=/s.so", "TW_CAPTURE_DIR=/d"}));
@@ -90,6 +167,8 @@ TEST(CaptureSetup, TheJobsEnvironmentAndExitCode) {
             (std::vector<std::string>{"LD_PRELOAD=/s.so:/other.so", "TW_CAPTURE_DIR=/d", "PYTHONPATH=/py:/x"}));
   EXPECT_EQ(capture_environment("/s.so", "/d", "/py", "", ""),
             (std::vector<std::string>{"LD_PRELOAD=/s.so", "TW_CAPTURE_DIR=/d", "PYTHONPATH=/py"}));
+  EXPECT_EQ(capture_environment("/s.so", "/d", "", "", "", false),
+            (std::vector<std::string>{"LD_PRELOAD=/s.so", "TW_CAPTURE_DIR=/d", "TW_CAPTURE_SAMPLES=0"}));
   EXPECT_EQ(exit_code_of(3 << 8), 3);
   EXPECT_EQ(exit_code_of(SIGKILL), 128 + SIGKILL);
 }
