@@ -398,7 +398,7 @@ DecodedStream decode_openmpi(const View& v, std::uint64_t end) {
       const auto total = v.le(o + kBtlHeader + 16, 8);  // hdr_msg_length
       const std::uint64_t eager = *size >= kOb1RndvHeader ? *size - kOb1RndvHeader : 0;
       if (*tag == kOb1Rget) {
-        per_fragment = true;  // its data is fetched by the receiver: not on this stream
+        // Its data is fetched by the receiver's GET: not on this stream.
       } else if (!total) {
         per_fragment = true;
       } else if (*total > eager) {

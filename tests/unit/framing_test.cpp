@@ -3,9 +3,9 @@
 // preamble and buffer, libzmq's 8 KiB batches and zero-copy bodies, OpenMPI's
 // one writev per BTL fragment), split into the sender's send calls, and sampled
 // the way the shim samples (first 32 and last 16 bytes of each call). The
-// fixtures in tests/unit/framing/ are real streams: strace -xx -s 64 of a
-// torch 1.13 Gloo job and of a pyzmq (libzmq 4.3.4) DEALER, turned into samples
-// (a "?" tail: strace did not show the call's last bytes, so none is recorded).
+// fixtures in tests/unit/framing/ are real streams (its README says how they
+// were made): a torch 1.13 Gloo pair and its TCPStore, a pyzmq (libzmq 4.3.4)
+// DEALER, mpi4py over Open MPI 4.1.4's TCP BTL.
 #include "tensorwire/core/framing.hpp"
 
 #include <gtest/gtest.h>
@@ -683,6 +683,50 @@ TEST(FramingReal, PyzmqDealerDecodesUntilAHeaderInsideABatch) {
                       {114, 100135, MessageKind::data, "zmq message"}});
   EXPECT_EQ(d.decoded_until, 100135U);
   EXPECT_NE(d.note.find("105166"), std::string::npos) << d.note;
+}
+
+// A message spanning send calls [first, last] of a fixture.
+struct CallSpan {
+  std::size_t first, last;
+  MessageKind kind;
+  std::string what;
+};
+
+void expect_call_spans(const Fixture& f, const DecodedStream& d, const std::vector<CallSpan>& spans) {
+  std::vector<std::uint64_t> at = {0};
+  for (const std::uint64_t n : f.calls) at.push_back(at.back() + n);
+  std::vector<Want> want;
+  for (const auto& c : spans) want.push_back({at[c.first], at[c.last + 1], c.kind, c.what});
+  expect_messages(d, want);
+}
+
+TEST(FramingReal, OpenMpi414SenderGroupsEachRendezvousWithItsPut) {
+  // mpi4py Send of 100 B, 1 MiB, 3000 B, 300000 B, then Barrier, over
+  // --mca btl tcp,self --mca pml ob1: large messages go as RNDV (header only),
+  // the receiver's PUT request, the sender's BTL PUT of the data, then FIN.
+  const Fixture f = load_fixture("openmpi-4.1.4-rank0.txt");
+  const DecodedStream d = decode_stream(f.samples, f.end);
+  check_invariants(d, f.end);
+  EXPECT_EQ(d.transport, Transport::openmpi);
+  EXPECT_EQ(d.note, "");
+  EXPECT_EQ(d.decoded_until, f.end);
+  expect_call_spans(f, d, {{0, 0, MessageKind::control, "mpi connect ack"},
+                           {1, 1, MessageKind::data, "mpi eager"},
+                           {2, 3, MessageKind::data, "mpi rendezvous"},
+                           {4, 4, MessageKind::control, "mpi fin"},
+                           {5, 5, MessageKind::data, "mpi eager"},
+                           {6, 7, MessageKind::data, "mpi rendezvous"},
+                           {8, 8, MessageKind::control, "mpi fin"},
+                           {9, 9, MessageKind::data, "mpi eager"}});
+  EXPECT_EQ(d.messages[2].end - d.messages[2].begin, 40U + 24 + (1U << 20));
+
+  const Fixture r = load_fixture("openmpi-4.1.4-rank1.txt");
+  const DecodedStream e = decode_stream(r.samples, r.end);
+  check_invariants(e, r.end);
+  expect_call_spans(r, e, {{0, 0, MessageKind::control, "mpi connect ack"},
+                           {1, 1, MessageKind::control, "mpi put"},
+                           {2, 2, MessageKind::control, "mpi put"},
+                           {3, 3, MessageKind::data, "mpi eager"}});
 }
 
 TEST(FramingReal, TorchTcpStoreTrafficIsNoKnownFraming) {
