@@ -74,6 +74,25 @@ std::optional<std::vector<std::uint8_t>> SparseBytes::read(std::uint64_t offset,
   return out;
 }
 
+SentStream sent_stream(std::span<const trace::Event> io, std::span<const trace::SampleEvent> samples, std::uint32_t conn) {
+  SentStream out;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> calls;  // (offset, bytes moved)
+  for (const trace::Event& e : io) {
+    if (e.kind != trace::Kind::send || e.conn != conn || e.result <= 0 || (e.flags & trace::kFlagError)) continue;
+    const auto n = static_cast<std::uint64_t>(e.result);
+    if (n > std::numeric_limits<std::uint64_t>::max() - e.offset) continue;
+    calls.emplace_back(e.offset, n);
+    out.end = std::max(out.end, e.offset + n);
+  }
+  std::sort(calls.begin(), calls.end());
+  for (const trace::SampleEvent& s : samples) {
+    if (s.kind != trace::Kind::sample || s.conn != conn) continue;
+    const auto it = std::lower_bound(calls.begin(), calls.end(), std::make_pair(s.offset, std::uint64_t{0}));
+    if (it == calls.end() || it->first != s.offset || !out.bytes.add_sample(s, it->second)) ++out.unmatched;
+  }
+  return out;
+}
+
 const char* transport_name(Transport t) {
   switch (t) {
     case Transport::gloo: return "gloo";
@@ -246,7 +265,16 @@ const char* zmtp_command(const View& v, std::uint64_t body, std::uint64_t size) 
   return "zmtp command";
 }
 
-bool zmtp_detect(const View& v) { return v.u8(0) == 0xff && v.u8(9) == 0x7f; }
+// The spec lets the signature's 8 padding bytes be anything; libzmq writes its
+// routing id's size + 1 (at most 256) big-endian there, and a major version of 1
+// or more after it.
+bool zmtp_detect(const View& v) {
+  if (v.u8(0) != 0xff || v.u8(9) != 0x7f) return false;
+  const auto padding = v.be(1, 8);
+  if (!padding || *padding > 256) return false;
+  const auto major = v.u8(kZmtpSignature);
+  return !major || *major >= 1;
+}
 
 DecodedStream decode_zmtp(const View& v, std::uint64_t end, const SparseBytes* received) {
   Out out;

@@ -185,6 +185,8 @@ TEST(SparseBytes, PlacesTheTailAtTheCallsEndAndRejectsImpossibleSamples) {
 
 // --- Gloo -------------------------------------------------------------------
 
+
+
 // gloo/transport/tcp/pair.h Op::preamble, pair.cc sendNotify*/sendUnboundBuffer.
 Bytes gloo_op(std::uint64_t opcode, std::uint64_t slot, std::uint64_t length, std::uint8_t fill = 0x3f) {
   const bool data = opcode <= 1;
@@ -197,6 +199,62 @@ Bytes gloo_op(std::uint64_t opcode, std::uint64_t slot, std::uint64_t length, st
   put_le(b, 0, 8);       // roffset
   if (data) b.resize(b.size() + length, fill);
   return b;
+}
+
+TEST(SentStream, PlacesEachSampleByItsSendEventAndCountsTheRest) {
+  // A notification and a data op, as a Gloo pair's trace holds them, plus noise:
+  // a receive, a failed send, another connection, a sample with no send.
+  const Bytes a = gloo_op(2, 0, 4000), b = gloo_op(1, 0, 4000);
+  std::vector<trace::Event> io;
+  std::vector<trace::SampleEvent> samples;
+  auto add = [&](std::uint32_t conn, std::uint64_t offset, const Bytes& data) {
+    trace::Event e{};
+    e.kind = trace::Kind::send;
+    e.conn = conn;
+    e.offset = offset;
+    e.result = static_cast<std::int64_t>(data.size());
+    e.requested = data.size();
+    io.push_back(e);
+    trace::SampleEvent x{};
+    x.kind = trace::Kind::sample;
+    x.conn = conn;
+    x.offset = offset;
+    x.head_len = static_cast<std::uint8_t>(std::min<std::size_t>(32, data.size()));
+    x.tail_len = static_cast<std::uint8_t>(std::min<std::size_t>(16, data.size() - x.head_len));
+    std::memcpy(x.head, data.data(), x.head_len);
+    std::memcpy(x.tail, data.data() + data.size() - x.tail_len, x.tail_len);
+    samples.push_back(x);
+  };
+  add(7, 48, b);  // file order need not be stream order
+  add(7, 0, a);
+  add(8, 0, filled(100, 0xee));
+  trace::Event recv{};
+  recv.kind = trace::Kind::recv;
+  recv.conn = 7;
+  recv.offset = 0;
+  recv.result = 100000;
+  io.push_back(recv);
+  trace::Event failed{};
+  failed.kind = trace::Kind::send;
+  failed.flags = trace::kFlagError;
+  failed.conn = 7;
+  failed.offset = 48 + b.size();
+  failed.result = -1;
+  io.push_back(failed);
+  trace::SampleEvent stray{};
+  stray.kind = trace::Kind::sample;
+  stray.conn = 7;
+  stray.offset = 5;
+  stray.head_len = 1;
+  samples.push_back(stray);
+
+  const SentStream s = sent_stream(io, samples, 7);
+  EXPECT_EQ(s.end, 48 + b.size());
+  EXPECT_EQ(s.unmatched, 1U);
+  EXPECT_EQ(s.bytes.bytes(), 48U + 48U);
+  const DecodedStream d = decode_stream(s.bytes, s.end);
+  expect_messages(d, {{0, 48, MessageKind::control, "gloo notify send ready"},
+                      {48, 48 + 4048, MessageKind::data, "gloo send unbound buffer"}});
 }
 
 TEST(FramingGloo, ANotificationIsItsOwnMessageNotMergedIntoTheDataOp) {
@@ -740,7 +798,8 @@ TEST(FramingReal, TorchTcpStoreTrafficIsNoKnownFraming) {
 
 TEST(FramingDetect, OtherBytesAreNotTakenForAKnownFraming) {
   for (const std::string& t : {std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), std::string(4096, '\0'), std::string(100, '\xff'),
-                               std::string("\xff\x00\x00\x00\x00\x00\x00\x00\x01\x7e rest", 15)}) {
+                               std::string("\xff\x00\x00\x00\x00\x00\x00\x00\x01\x7e rest", 15),
+                               std::string("\xffgarbage!\x7f\x03\x01NULL", 17)}) {
     Sent s;
     s.call(text(t));
     const DecodedStream d = decode(s);

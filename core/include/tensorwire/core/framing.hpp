@@ -49,6 +49,17 @@ class SparseBytes {
   std::size_t bytes_ = 0;
 };
 
+// One direction of a connection as a process's trace holds it: the samples of
+// its send calls on `conn`, each placed by the send event it belongs to (same
+// conn and offset; the event's result says where the call's tail ends), and the
+// stream's end (the end of its last send).
+struct SentStream {
+  SparseBytes bytes;
+  std::uint64_t end = 0;
+  std::size_t unmatched = 0;  // samples without a send event, or whose lengths do not fit it: left out
+};
+SentStream sent_stream(std::span<const trace::Event> io, std::span<const trace::SampleEvent> samples, std::uint32_t conn);
+
 enum class Transport { unknown, gloo, zmtp, openmpi, tensorwire };
 const char* transport_name(Transport t);
 
