@@ -39,6 +39,20 @@ Bytes cat(Bytes a, const Bytes& b) {
   return a;
 }
 
+// What the shim records of a call that moved n bytes at `offset`: its first 32,
+// then its last 16 not overlapping them.
+trace::SampleEvent sample_of(std::uint32_t conn, std::uint64_t offset, const std::uint8_t* p, std::uint64_t n) {
+  trace::SampleEvent e{};
+  e.kind = trace::Kind::sample;
+  e.conn = conn;
+  e.offset = offset;
+  e.head_len = static_cast<std::uint8_t>(std::min<std::uint64_t>(trace::kSampleHead, n));
+  e.tail_len = static_cast<std::uint8_t>(std::min<std::uint64_t>(trace::kSampleTail, n - e.head_len));
+  std::memcpy(e.head, p, e.head_len);
+  std::memcpy(e.tail, p + n - e.tail_len, e.tail_len);
+  return e;
+}
+
 // One direction of a connection, as the sender's send calls moved it.
 struct Sent {
   Bytes bytes;
@@ -55,19 +69,11 @@ struct Sent {
   }
   std::uint64_t end() const { return bytes.size(); }
 
-  // What the shim records of each call (capture/src: first 32, then last 16 not overlapping).
   SparseBytes samples() const {
     SparseBytes s;
     std::uint64_t off = 0;
     for (const std::uint64_t n : calls) {
-      trace::SampleEvent e{};
-      e.kind = trace::Kind::sample;
-      e.offset = off;
-      e.head_len = static_cast<std::uint8_t>(std::min<std::uint64_t>(trace::kSampleHead, n));
-      e.tail_len = static_cast<std::uint8_t>(std::min<std::uint64_t>(trace::kSampleTail, n - e.head_len));
-      std::memcpy(e.head, bytes.data() + off, e.head_len);
-      std::memcpy(e.tail, bytes.data() + off + n - e.tail_len, e.tail_len);
-      EXPECT_TRUE(s.add_sample(e, n));
+      EXPECT_TRUE(s.add_sample(sample_of(1, off, bytes.data() + off, n), n));
       off += n;
     }
     return s;
@@ -204,49 +210,25 @@ Bytes gloo_op(std::uint64_t opcode, std::uint64_t slot, std::uint64_t length, st
 TEST(SentStream, PlacesEachSampleByItsSendEventAndCountsTheRest) {
   // A notification and a data op, as a Gloo pair's trace holds them, plus noise:
   // a receive, a failed send, another connection, a sample with no send.
-  const Bytes a = gloo_op(2, 0, 4000), b = gloo_op(1, 0, 4000);
-  std::vector<trace::Event> io;
-  std::vector<trace::SampleEvent> samples;
-  auto add = [&](std::uint32_t conn, std::uint64_t offset, const Bytes& data) {
+  const Bytes a = gloo_op(2, 0, 4000), b = gloo_op(1, 0, 4000), other = filled(100, 0xee);
+  auto event = [](trace::Kind kind, std::uint8_t flags, std::uint32_t conn, std::uint64_t offset, std::int64_t result) {
     trace::Event e{};
-    e.kind = trace::Kind::send;
+    e.kind = kind;
+    e.flags = flags;
     e.conn = conn;
     e.offset = offset;
-    e.result = static_cast<std::int64_t>(data.size());
-    e.requested = data.size();
-    io.push_back(e);
-    trace::SampleEvent x{};
-    x.kind = trace::Kind::sample;
-    x.conn = conn;
-    x.offset = offset;
-    x.head_len = static_cast<std::uint8_t>(std::min<std::size_t>(32, data.size()));
-    x.tail_len = static_cast<std::uint8_t>(std::min<std::size_t>(16, data.size() - x.head_len));
-    std::memcpy(x.head, data.data(), x.head_len);
-    std::memcpy(x.tail, data.data() + data.size() - x.tail_len, x.tail_len);
-    samples.push_back(x);
+    e.result = result;
+    e.requested = result > 0 ? static_cast<std::uint64_t>(result) : 0;
+    return e;
   };
-  add(7, 48, b);  // file order need not be stream order
-  add(7, 0, a);
-  add(8, 0, filled(100, 0xee));
-  trace::Event recv{};
-  recv.kind = trace::Kind::recv;
-  recv.conn = 7;
-  recv.offset = 0;
-  recv.result = 100000;
-  io.push_back(recv);
-  trace::Event failed{};
-  failed.kind = trace::Kind::send;
-  failed.flags = trace::kFlagError;
-  failed.conn = 7;
-  failed.offset = 48 + b.size();
-  failed.result = -1;
-  io.push_back(failed);
-  trace::SampleEvent stray{};
-  stray.kind = trace::Kind::sample;
-  stray.conn = 7;
-  stray.offset = 5;
-  stray.head_len = 1;
-  samples.push_back(stray);
+  const std::vector<trace::Event> io = {
+      event(trace::Kind::send, 0, 7, 48, static_cast<std::int64_t>(b.size())),  // file order need not be stream order
+      event(trace::Kind::send, 0, 7, 0, 48),
+      event(trace::Kind::send, 0, 8, 0, 100),
+      event(trace::Kind::recv, 0, 7, 0, 100000),
+      event(trace::Kind::send, trace::kFlagError, 7, 48 + b.size(), -1)};
+  std::vector<trace::SampleEvent> samples = {sample_of(7, 48, b.data(), b.size()), sample_of(7, 0, a.data(), a.size()),
+                                             sample_of(8, 0, other.data(), other.size()), sample_of(7, 5, a.data(), 1)};
 
   const SentStream s = sent_stream(io, samples, 7);
   EXPECT_EQ(s.end, 48 + b.size());
