@@ -3,6 +3,7 @@
 #include <map>
 #include <sys/socket.h>
 
+#include "tensorwire/core/framing.hpp"
 #include "tensorwire/core/trace.hpp"
 
 namespace tw {
@@ -198,19 +199,30 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
     a.call_offsets[c].reserve(sends[c].size());
     for (const trace::Event* e : sends[c]) a.call_offsets[c].push_back(e->offset);
   }
+  // The transport's framing where the capture sampled it: both directions of a
+  // connection (ZeroMQ picks its encoder from the peer's greeting).
+  std::vector<framing::SentStream> sampled(a.connections.size());
+  for (std::size_t c = 0; c < a.connections.size(); ++c) {
+    const ProcessTrace& t = traces[a.connections[c].process];
+    if (!t.samples.empty() && !sends[c].empty()) sampled[c] = framing::sent_stream(t.io, t.samples, a.connections[c].id);
+  }
   for (std::size_t c = 0; c < a.connections.size(); ++c) {
     const auto& s = sends[c];
-    std::size_t i = 0;
-    while (i < s.size()) {
-      Message m;
-      m.connection = c;
-      m.begin = s[i]->offset;
-      m.ready = s[i]->enter_ns;
-      std::size_t k = i;
-      while (k + 1 < s.size() && continues(*s[k], *s[k + 1], gap)) ++k;
-      m.end = s[k]->offset + static_cast<std::uint64_t>(s[k]->result);
-      m.sent_app = s[k]->exit_ns;
-      m.calls = static_cast<std::uint32_t>(k - i + 1);
+    // Messages [begin, end) decoded from the framing, then the timing rule.
+    std::vector<framing::DecodedMessage> decoded;
+    if (sampled[c].bytes.bytes() > 0) {
+      const auto peer = a.connections[c].peer;
+      framing::DecodedStream d = framing::decode_stream(sampled[c].bytes, sampled[c].end,
+                                                        peer && sampled[*peer].bytes.bytes() > 0 ? &sampled[*peer].bytes : nullptr);
+      if (d.transport != framing::Transport::unknown) {
+        a.connections[c].transport = framing::transport_name(d.transport);
+        a.connections[c].decoded_until = d.decoded_until;
+        a.connections[c].decode_note = d.note;
+        decoded = std::move(d.messages);
+      }
+    }
+    // The wire tap's times and the receiver's reads for a message.
+    const auto messages_from_calls = [&](Message& m) {
       if (const auto& st = streams[c]) {
         const wire::WireTimes w = st->times(m.begin, m.end);
         m.wire_first = w.wire_first;
@@ -223,6 +235,43 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
         m.recv_last = receipt(recvs[*peer], m.end - 1);
       }
       a.messages.push_back(m);
+    };
+    const auto call_at = [&s](std::uint64_t offset) {  // the call that moved stream byte `offset`
+      auto it = std::upper_bound(s.begin(), s.end(), offset, [](std::uint64_t o, const trace::Event* e) { return o < e->offset; });
+      return it == s.begin() ? std::size_t{0} : static_cast<std::size_t>(it - s.begin() - 1);
+    };
+    std::size_t i = 0;
+    for (const framing::DecodedMessage& d : decoded) {
+      if (s.empty() || d.end <= d.begin) continue;
+      Message m;
+      m.connection = c;
+      m.begin = d.begin;
+      m.end = d.end;
+      m.control = d.kind == framing::MessageKind::control;
+      const std::size_t first = call_at(d.begin), last = call_at(d.end - 1);
+      m.ready = s[first]->enter_ns;
+      m.sent_app = s[last]->exit_ns;
+      m.calls = static_cast<std::uint32_t>(last - first + 1);
+      messages_from_calls(m);
+      i = last + 1;
+    }
+    // A call the decoded part ends inside of continues past it: the timing rule
+    // starts at the first call that begins at or after the decoded end.
+    if (!decoded.empty()) {
+      const std::uint64_t until = decoded.back().end;
+      while (i < s.size() && s[i]->offset < until) ++i;
+    }
+    while (i < s.size()) {
+      Message m;
+      m.connection = c;
+      m.begin = s[i]->offset;
+      m.ready = s[i]->enter_ns;
+      std::size_t k = i;
+      while (k + 1 < s.size() && continues(*s[k], *s[k + 1], gap)) ++k;
+      m.end = s[k]->offset + static_cast<std::uint64_t>(s[k]->result);
+      m.sent_app = s[k]->exit_ns;
+      m.calls = static_cast<std::uint32_t>(k - i + 1);
+      messages_from_calls(m);
       i = k + 1;
     }
   }

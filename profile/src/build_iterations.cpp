@@ -6,8 +6,6 @@
 // messages between them: a receiver's next send answers what it received, and on
 // one rank the sends follow each other. docs/profile-build.md has the details.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <set>
@@ -95,7 +93,6 @@ std::vector<std::int64_t> cut_direction(const CaptureAnalysis& a, const std::vec
   for (std::size_t i = 0; i < n; ++i) {
     if (start[i] >= steady) piece[i] = static_cast<std::int64_t>((start[i] - steady) / best_p);
   }
-  if (std::getenv("TW_DEBUG_CUTS")) fprintf(stderr, "direction of %zu messages: period %lu from %lu\n", n, (unsigned long)best_p, (unsigned long)steady);
   return piece;
 }
 

@@ -74,10 +74,17 @@ struct Connection {
   // The kernel's count (TCP_INFO total_retrans at the last snapshot; in MSS-sized
   // segments, and including copies a local qdisc dropped before the wire).
   std::uint32_t kernel_retransmits = 0;
+  // The framing its sent bytes were decoded with ("gloo", "zmtp", "openmpi",
+  // "tensorwire"), or "" when messages were delimited by timing; and the stream
+  // offset up to which they were decoded (the rest by timing), with why not further.
+  std::string transport;
+  std::uint64_t decoded_until = 0;
+  std::string decode_note;
 };
 
-// A logical message: a run of send calls on one connection. The next call
-// continues the message when the previous one wrote only part of what it was
+// A logical message: one framework transfer when the connection's framing was
+// decoded (core/framing.hpp), otherwise a run of send calls on one connection.
+// Without framing, the next call continues the message when the previous one wrote only part of what it was
 // asked (the rest follows), or when the previous one was small (a header, a
 // framework's request fields) and the next began within `gap` of its return. A
 // complete write of kSmallCall bytes or more ends a message (docs/trace-format.md).
@@ -100,6 +107,9 @@ struct Message {
   // CaptureAnalysis::spans).
   std::int64_t iteration = -1;
   std::int64_t bucket_span = -1;
+  // From the transport's framing: a notification, handshake or command rather
+  // than a transfer of application bytes (false when delimited by timing).
+  bool control = false;
 };
 
 // A span the job annotated (python/tensorwire/annotate.py), begin and end paired.
