@@ -1,11 +1,14 @@
 // `tensorwire compare ORIGINAL REPLAY`.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
 #include "tensorwire/analysis/compare_file.hpp"
+#include "tensorwire/analysis/sources.hpp"
+#include "tensorwire/profile/build.hpp"
 
 namespace tw::cli {
 namespace {
@@ -17,8 +20,26 @@ struct CompareArgs {
   double max_error = -1;
 };
 
+// ORIGINAL a capture directory: the profile the run replayed is built from it
+// again, with the options the run's profile names, and must have the same ops.
+CompareResult compare_capture(const std::string& capture, const std::string& replay_dir) {
+  const LoadedRun run = load_run(replay_dir);
+  BuildCommand cmd = parse_build_command(run.profile.metadata.generator);
+  if (cmd.dirs.empty() || std::find(cmd.dirs.begin(), cmd.dirs.end(), capture) == cmd.dirs.end()) cmd.dirs = {capture};
+  const BuiltProfile b = build_profile(read_captures(cmd.dirs), cmd.options);
+  bool same = b.profile.ops.size() == run.profile.ops.size();
+  for (std::size_t i = 0; same && i < b.profile.ops.size(); ++i) same = b.profile.ops[i].id == run.profile.ops[i].id;
+  if (!same) {
+    throw std::runtime_error(replay_dir + " did not replay a profile built from " + capture +
+                             ": compare it with the profile it replayed (tensorwire compare PROFILE " + replay_dir + ")");
+  }
+  CompareResult r = compare_with_profile(b.profile, run);
+  r.note = "reference: the capture in " + capture + ", built again as " + (run.profile.metadata.generator.empty() ? "profile build" : run.profile.metadata.generator);
+  return r;
+}
+
 int compare_command(const CompareArgs& a) {
-  const CompareResult r = compare_original(a.original, a.replay);
+  const CompareResult r = is_capture_dir(a.original) ? compare_capture(a.original, a.replay) : compare_original(a.original, a.replay);
   const Comparison& c = r.comparison;
   if (c.iterations == 0 || c.iteration_pct.n == 0) {
     throw std::runtime_error("nothing to compare: " + a.replay + " and " + a.original + " have no iteration in common");
@@ -46,10 +67,11 @@ void add_compare_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<CompareArgs>();
   CLI::App* c = app.add_subcommand("compare", "Hold a replay against its original: iteration, message, flow and dependency timing");
   c->footer(
-      "ORIGINAL is a profile with observed timings, another run directory, or a profile without them (then\n"
+      "ORIGINAL is a capture directory (the profile the run replayed is built from it again), a profile\n"
+      "with observed timings (one that `profile build` wrote), another run directory, or a profile without them (then\n"
       "the reference is the profile's plan: each op's planned start, and the iteration time's lower bound\n"
       "at the link rate the replay measured). Errors are replay minus reference.");
-  c->add_option("original", a->original, "Profile (YAML) or run directory")->required();
+  c->add_option("original", a->original, "Capture directory, profile (YAML) or run directory")->required();
   c->add_option("replay", a->replay, "Run directory of the replay")->required();
   c->add_flag("--json", a->json, "Machine-readable output");
   c->add_option("--max-error", a->max_error, "Exit 1 when |median iteration-time error| is above this many percent");

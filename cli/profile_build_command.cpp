@@ -86,6 +86,7 @@ void add_profile_build_command(CLI::App& profile, Action& action) {
     line += " -o " + a->out;
     if (!a->iterations.empty()) line += " --iterations " + a->iterations;
     if (a->keep_control) line += " --keep-control";
+    if (a->compute_min_us != 20) line += fmt::format(" --compute-min-us {:g}", a->compute_min_us);
     action = [a, line] { return run_build(*a, line); };
     (void)b;
   });

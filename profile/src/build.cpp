@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <stdexcept>
 
 #include "build_job.hpp"
+#include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/core/units.hpp"
 
 namespace tw {
@@ -125,6 +127,46 @@ std::vector<CaptureInput> read_captures(const std::vector<std::string>& dirs) {
   return out;
 }
 
+bool is_capture_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return false;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (capture_dir::is_description(e.path().filename().string())) return true;
+  }
+  return false;
+}
+
+BuildCommand parse_build_command(const std::string& generator) {
+  BuildCommand c;
+  std::vector<std::string> words;
+  for (std::size_t i = 0; i < generator.size();) {
+    const std::size_t j = generator.find(' ', i);
+    words.push_back(generator.substr(i, j == std::string::npos ? std::string::npos : j - i));
+    i = j == std::string::npos ? generator.size() : j + 1;
+  }
+  if (words.size() < 3 || words[0] != "tensorwire" || words[1] != "profile" || words[2] != "build") return c;
+  try {
+  for (std::size_t i = 3; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if ((w == "-o" || w == "--out" || w == "--compute-min-us") && i + 1 < words.size()) {
+      if (w == "--compute-min-us") c.options.compute_min = static_cast<Nanos>(std::stod(words[i + 1]) * 1e3);
+      ++i;
+    } else if (w == "--iterations" && i + 1 < words.size()) {
+      const std::string& r = words[++i];
+      const auto colon = r.find(':');
+      if (colon != std::string::npos) c.options.iterations = std::make_pair(std::stoll(r.substr(0, colon)), std::stoll(r.substr(colon + 1)));
+    } else if (w == "--keep-control") {
+      c.options.keep_control = true;
+    } else if (!w.empty() && w[0] != '-') {
+      c.dirs.push_back(w);
+    }
+  }
+  } catch (const std::exception&) {  // numbers that are not: an edited file, not ours
+    return {};
+  }
+  return c;
+}
+
 BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const BuildOptions& o) {
   BuiltProfile out;
   BuildReport& rep = out.report;
@@ -229,6 +271,10 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
   rep.first_used = choice.used.front();
   rep.used = static_cast<std::int64_t>(K);
   rep.dropped = choice.dropped;
+  if (its.before_first > 0) {
+    rep.dropped.insert(rep.dropped.begin(), std::to_string(its.before_first) +
+                                                " messages before the first steady iteration: set-up and warm-up");
+  }
 
   // The profile's ranks and flows.
   Profile& p = out.profile;

@@ -4,7 +4,9 @@
 // ready in every iteration: its rank's other sends (the last call returned) and
 // the messages that arrived at its rank (the last byte was read). In each
 // iteration the latest candidate is the one the send waited for; a candidate
-// that was the latest in at least a tenth of the iterations is a dependency. The
+// that was the latest in at least a tenth of the iterations, and after which the
+// send's wait varied less than after the rank's own start of the iteration, is a
+// dependency. The
 // scan looks at the latest kWindow candidates (by their median time in the
 // iteration), which keeps it linear in the number of sends.
 #include <algorithm>
@@ -18,6 +20,8 @@ namespace {
 
 constexpr std::size_t kWindow = 64;
 constexpr double kBindingShare = 0.1;
+constexpr std::size_t kMinStabilitySamples = 4;  // fewer iterations say nothing about a gap's spread
+constexpr double kStableShare = 0.9;
 
 struct Candidate {
   OpIndex op = 0;
@@ -31,6 +35,13 @@ Nanos median(std::vector<Nanos> v) {
   const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
   std::nth_element(v.begin(), mid, v.end());
   return *mid;
+}
+
+// p90 - p10.
+Nanos spread(std::vector<Nanos> v) {
+  std::sort(v.begin(), v.end());
+  const auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))]; };
+  return at(0.9) - at(0.1);
 }
 
 Nanos relative_median(const std::vector<Nanos>& t, const std::vector<Nanos>& start) {
@@ -90,7 +101,21 @@ Inferred infer_dependencies(const std::vector<SendTimes>& sends, const std::vect
     }
     const auto needed = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(kBindingShare * static_cast<double>(iterations))));
     for (std::size_t v = 0; v < valid.size(); ++v) {
-      if (binding[v] >= needed) out.after[i].push_back({valid[v]->op, valid[v]->recv, 0});
+      if (binding[v] < needed) continue;
+      // The gap must be stable: where the candidate was the latest, the wait after
+      // it must vary less than the wait after the rank's start of the iteration
+      // (an early unrelated event is always before, but says nothing).
+      std::vector<Nanos> after_it, after_start;
+      for (std::size_t k = 0; k < iterations; ++k) {
+        const Nanos t = (*valid[v]->times)[k];
+        bool latest = true;
+        for (const Candidate* o : valid) latest = latest && (*o->times)[k] <= t;
+        if (!latest) continue;
+        after_it.push_back(s.ready[k] - t);
+        after_start.push_back(s.ready[k] - start[k]);
+      }
+      if (after_it.size() >= kMinStabilitySamples && spread(after_it) > kStableShare * spread(after_start)) continue;
+      out.after[i].push_back({valid[v]->op, valid[v]->recv, 0});
     }
     // File order is by time: the earliest dependency first.
     std::sort(out.after[i].begin(), out.after[i].end(), [&](const Dependency& x, const Dependency& y) {

@@ -271,6 +271,10 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
       if (p != mine.begin()) it.of_message[m] = (p - 1)->second;
     }
   }
+  for (const Direction& d : dirs) {
+    if (d.use != "data") continue;
+    for (std::size_t m : d.messages) it.before_first += it.of_message[m] == kNoIteration;
+  }
   std::int64_t low = senders.empty() ? 0 : senders.begin()->first;
   for (auto& v : it.of_message) {
     if (v != kNoIteration) v -= low;

@@ -65,6 +65,7 @@ struct Iterations {
   std::string source;                 // "annotations" or "periodic traffic"
   std::vector<std::int64_t> numbers;  // the job iterations found, ascending
   std::vector<std::int64_t> of_message;  // per message: its job iteration, or kNoIteration
+  std::size_t before_first = 0;  // data messages before the first iteration (set-up, warm-up)
 };
 
 // Iterations from the job's annotations when every rank has them, else from the
@@ -87,8 +88,9 @@ struct Inferred {
 };
 // `rank_start[r][k]`: when rank r could start iteration k (its previous
 // iteration's last send returned and last message arrived). An edge d -> s holds
-// when s never became ready before d completed, and d was s's latest such event
-// in at least a tenth of the iterations. Ops are referenced by their index in
+// when s never became ready before d completed, d was s's latest such event in
+// at least a tenth of the iterations, and s's wait after d varied less than its
+// wait after the rank's start. Ops are referenced by their index in
 // `sends`.
 Inferred infer_dependencies(const std::vector<SendTimes>& sends, const std::vector<std::vector<Nanos>>& rank_start);
 

@@ -78,6 +78,18 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
 // the directory or file that is not a readable capture.
 std::vector<CaptureInput> read_captures(const std::vector<std::string>& dirs);
 
+// True when `dir` holds the traces of a capture.
+bool is_capture_dir(const std::string& dir);
+
+// What to build again to get the profile that `generator` (a built profile's
+// metadata.generator) names: its capture directories and its options. Empty dirs
+// when it is not a `profile build` command line.
+struct BuildCommand {
+  std::vector<std::string> dirs;
+  BuildOptions options;
+};
+BuildCommand parse_build_command(const std::string& generator);
+
 // `profile build` keeps at most this many observed op rows inline; the rest go to
 // a CSV sidecar.
 inline constexpr std::size_t kInlineObservedOps = 20000;

@@ -1,0 +1,325 @@
+// profile build on schedules and captures made by hand: a known DAG with jittered
+// timings gives back its edges; warm-up iterations are dropped; the rendezvous
+// store and an irregular connection are left out; bad input is refused.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "build_job.hpp"
+#include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/profile/build.hpp"
+
+namespace tw {
+namespace {
+
+// ---- dependency inference on plain times ----
+
+TEST(InferDependencies, KnownDagWithJitterGivesItsEdges) {
+  // Rank 0: A (root, after compute), E (root, later), F (root, early: a
+  // distractor that always completes before C but is not what C waits for),
+  // C after recv:B and E. Rank 1: B after recv:A, D after recv:C.
+  std::mt19937 rng(7);
+  std::normal_distribution<double> jitter(0, 1);
+  const auto j = [&](double us, double sd) { return static_cast<Nanos>(std::max(1.0, us + sd * jitter(rng)) * 1e3); };
+  enum { A, B, C, D, E, F };
+  std::vector<build::SendTimes> s(6);
+  for (int i : {A, C, E, F}) s[i].rank = 0, s[i].dst = 1;
+  for (int i : {B, D}) s[i].rank = 1, s[i].dst = 0;
+  const std::size_t K = 40;
+  std::vector<std::vector<Nanos>> start(2, std::vector<Nanos>(K));
+  for (std::size_t k = 0; k < K; ++k) {
+    const Nanos t0 = static_cast<Nanos>(k) * 20 * kMilli;
+    start[0][k] = t0;
+    start[1][k] = t0 + j(30, 10);
+    const auto send = [&](int i, Nanos ready, double wire_us) {
+      s[i].ready.push_back(ready);
+      s[i].sent.push_back(ready + j(20, 5));
+      s[i].received.push_back(s[i].sent.back() + j(wire_us, wire_us / 5));
+    };
+    send(F, t0 + j(100, 20), 50);
+    send(A, t0 + j(1000, 100), 100);
+    send(B, s[A].received[k] + j(200, 20), 100);
+    send(E, t0 + j(1500, 200), 80);
+    send(C, std::max(s[B].received[k], s[E].sent[k]) + j(150, 15), 100);
+    send(D, s[C].received[k] + j(300, 30), 100);
+  }
+  const build::Inferred inf = build::infer_dependencies(s, start);
+  const auto edges = [&](int i) {
+    std::vector<std::pair<OpIndex, bool>> e;
+    for (const Dependency& d : inf.after[i]) e.emplace_back(d.op, d.recv);
+    std::sort(e.begin(), e.end());
+    return e;
+  };
+  using E2 = std::vector<std::pair<OpIndex, bool>>;
+  EXPECT_EQ(edges(A), E2{});
+  EXPECT_EQ(edges(F), E2{});
+  EXPECT_EQ(edges(E), E2{});
+  EXPECT_EQ(edges(B), (E2{{A, true}}));
+  EXPECT_EQ(edges(C), (E2{{B, true}, {E, false}}));
+  EXPECT_EQ(edges(D), (E2{{C, true}}));
+  // The wait after the last dependency is the compute that followed it.
+  std::vector<Nanos> w = inf.wait[B];
+  std::sort(w.begin(), w.end());
+  EXPECT_NEAR(static_cast<double>(w[K / 2]), 200e3, 20e3);
+}
+
+TEST(InferDependencies, AnEventThatIsSometimesLaterIsNoDependency) {
+  // Y becomes ready after X's receipt in most iterations but not in all: no edge.
+  std::vector<build::SendTimes> s(2);
+  s[0].rank = 0, s[0].dst = 1;
+  s[1].rank = 1, s[1].dst = 0;
+  std::vector<std::vector<Nanos>> start(2);
+  for (int k = 0; k < 20; ++k) {
+    const Nanos t0 = k * 10 * kMilli;
+    start[0].push_back(t0);
+    start[1].push_back(t0);
+    s[0].ready.push_back(t0 + 100 * kMicro);
+    s[0].sent.push_back(t0 + 110 * kMicro);
+    s[0].received.push_back(t0 + 200 * kMicro);
+    s[1].ready.push_back(t0 + (k % 5 == 0 ? 150 : 300) * kMicro);
+    s[1].sent.push_back(s[1].ready.back() + 10 * kMicro);
+    s[1].received.push_back(s[1].ready.back() + 100 * kMicro);
+  }
+  const build::Inferred inf = build::infer_dependencies(s, start);
+  EXPECT_TRUE(inf.after[1].empty());
+}
+
+// ---- whole captures made by hand ----
+
+// Two processes (ranks from RANK), TCP connections between them, and sends with
+// their receipts on the other side.
+struct HandCapture {
+  std::vector<ProcessTrace> p;
+  std::uint32_t next_conn = 1;
+  std::vector<std::uint64_t> offset;  // per (process * 64 + conn): bytes sent so far
+
+  explicit HandCapture(int n, bool with_master_port = true) {
+    for (int i = 0; i < n; ++i) {
+      ProcessTrace t;
+      t.pid = 100 + i;
+      t.host = "h";
+      t.final = true;
+      t.env["RANK"] = std::to_string(i);
+      if (with_master_port) t.env["MASTER_PORT"] = "29500";
+      p.push_back(t);
+    }
+    offset.assign(static_cast<std::size_t>(n) * 64, 0);
+  }
+  static trace::ConnEvent conn(std::uint32_t id, std::uint16_t lport, std::uint16_t rport, trace::ConnOrigin how) {
+    trace::ConnEvent c{};
+    c.kind = trace::Kind::conn;
+    c.family = AF_INET;
+    c.conn = id;
+    c.how = how;
+    const std::uint8_t lo[4] = {127, 0, 0, 1};
+    std::copy(lo, lo + 4, c.local);
+    std::copy(lo, lo + 4, c.remote);
+    c.local_port = lport;
+    c.remote_port = rport;
+    return c;
+  }
+  // A connection from process a (port pa) to process b (port pb); the same id on both.
+  std::uint32_t connect(int a, std::uint16_t pa, int b, std::uint16_t pb) {
+    const std::uint32_t id = next_conn++;
+    p[a].conns.push_back(conn(id, pa, pb, trace::ConnOrigin::connect));
+    p[b].conns.push_back(conn(id, pb, pa, trace::ConnOrigin::accept));
+    return id;
+  }
+  // One complete write of `bytes` from a to b on `id` at `t`, read `latency` later.
+  void send(int a, int b, std::uint32_t id, Nanos t, std::int64_t bytes, Nanos latency = 50 * kMicro) {
+    std::uint64_t& off = offset[static_cast<std::size_t>(a) * 64 + id];
+    trace::Event e{};
+    e.kind = trace::Kind::send;
+    e.call = trace::Call::send;
+    e.conn = id;
+    e.tid = 1;
+    e.enter_ns = t;
+    e.exit_ns = t + 10 * kMicro;
+    e.result = bytes;
+    e.offset = off;
+    e.requested = static_cast<std::uint64_t>(bytes);
+    p[a].io.push_back(e);
+    trace::Event r = e;
+    r.kind = trace::Kind::recv;
+    r.call = trace::Call::recv;
+    r.enter_ns = t + latency - 5 * kMicro;
+    r.exit_ns = t + latency;
+    p[b].io.push_back(r);
+    off += static_cast<std::uint64_t>(bytes);
+  }
+  std::vector<CaptureInput> input() const { return {{"hand", p}}; }
+};
+
+// A two-rank exchange: rank 0 sends two gradients, rank 1 answers each; a long
+// compute before each iteration. Iteration 0 is a warm-up with other sizes.
+HandCapture ping_pong(int iterations, bool heartbeat) {
+  HandCapture c(2);
+  const std::uint32_t data = c.connect(0, 40000, 1, 40001);
+  const std::uint32_t store = c.connect(1, 40002, 0, 29500);
+  const std::uint32_t beat = heartbeat ? c.connect(1, 40003, 0, 40004) : 0;
+  c.send(1, 0, store, 0, 64);  // the rendezvous
+  c.send(0, 1, store, 20 * kMicro, 32);
+  Nanos t = 1 * kMilli;
+  for (int k = 0; k < iterations; ++k) {
+    const bool warm = k == 0;
+    t += 5 * kMilli + (k % 3) * 100 * kMicro;  // forward and backward compute
+    c.send(0, 1, data, t, warm ? 300000 : 200000);
+    c.send(1, 0, data, t + 300 * kMicro, warm ? 300000 : 200000);
+    c.send(0, 1, data, t + 700 * kMicro, 50000);
+    c.send(1, 0, data, t + 1000 * kMicro, 50000);
+    if (heartbeat && k % 4 == 1) c.send(1, 0, beat, t + 2 * kMilli, 16);
+    t += 1200 * kMicro;
+  }
+  return c;
+}
+
+TEST(ProfileBuild, PeriodicTrafficWarmUpDroppedControlLeftOut) {
+  const HandCapture c = ping_pong(12, true);
+  const BuiltProfile b = build_profile(c.input(), {});
+  const BuildReport& r = b.report;
+  EXPECT_EQ(r.iteration_source, "periodic traffic");
+  ASSERT_EQ(b.profile.ranks.size(), 2u);
+  ASSERT_EQ(b.profile.flows.size(), 2u);  // the data connection's two directions
+  EXPECT_EQ(b.profile.flows[0].id, "r0-r1");
+  EXPECT_EQ(b.profile.flows[1].id, "r1-r0");
+  std::map<std::string, int> uses;
+  for (const auto& x : r.connections) ++uses[x.use];
+  EXPECT_EQ(uses["store"], 2);
+  EXPECT_EQ(uses["irregular"], 1);  // the heartbeat
+  EXPECT_EQ(uses["data"], 2);
+  // The warm-up iteration is found and dropped.
+  EXPECT_GE(r.detected, 11);
+  EXPECT_GE(r.used, 9);
+  ASSERT_FALSE(r.dropped.empty());
+  EXPECT_NE(r.dropped.front().find("warm-up"), std::string::npos) << r.dropped.front();
+  EXPECT_EQ(b.profile.iterations, static_cast<std::uint64_t>(r.used));
+  // Four messages per iteration, each answering the one before.
+  EXPECT_EQ(r.messages_per_iteration, 4u);
+  std::size_t sends = 0;
+  for (const Op& op : b.profile.ops) {
+    if (op.type != OpType::send) continue;
+    ++sends;
+    EXPECT_TRUE(op.bytes == 200000 || op.bytes == 50000) << op.id << " " << op.bytes;
+  }
+  EXPECT_EQ(sends, 4u);
+  // r1's first answer waits for r0's first gradient to arrive.
+  const Op& answer = b.profile.ops[b.profile.op_by_id.at("r1-r0.1")];
+  const Op& waits = answer.after.size() == 1 && b.profile.ops[answer.after[0].op].type == OpType::compute
+                        ? b.profile.ops[answer.after[0].op] : answer;
+  ASSERT_EQ(waits.after.size(), 1u) << answer.id;
+  EXPECT_TRUE(waits.after[0].recv);
+  EXPECT_EQ(b.profile.ops[waits.after[0].op].id, "r0-r1.1");
+  // The profile validates, and its observed timings come along.
+  const ProfileLoad l = load_profile_text(write_profile_yaml(b.profile), "built.yaml");
+  for (const auto& d : l.diagnostics) ADD_FAILURE() << d.str();
+  ASSERT_TRUE(b.profile.observed.has_value());
+  EXPECT_EQ(b.profile.observed->iterations.size(), b.profile.iterations);
+  for (const auto& it : b.profile.observed->iterations) EXPECT_GT(it.duration, 1 * kMilli);
+}
+
+TEST(ProfileBuild, KeepControlKeepsTheConnectionsLeftOut) {
+  const HandCapture c = ping_pong(12, true);
+  BuildOptions o;
+  o.keep_control = true;
+  const BuiltProfile b = build_profile(c.input(), o);
+  EXPECT_GT(b.profile.flows.size(), 2u);
+}
+
+TEST(ProfileBuild, IterationRangeIsHonouredAndCheckedAgainstWhatWasFound) {
+  const HandCapture c = ping_pong(12, false);
+  BuildOptions o;
+  o.iterations = std::make_pair(std::int64_t{3}, std::int64_t{6});
+  const BuiltProfile b = build_profile(c.input(), o);
+  EXPECT_EQ(b.profile.iterations, 3u);
+  EXPECT_EQ(b.report.first_used, 3);
+  o.iterations = std::make_pair(std::int64_t{500}, std::int64_t{600});
+  EXPECT_THROW(build_profile(c.input(), o), std::runtime_error);
+}
+
+TEST(ProfileBuild, AnnotatedIterationsAreUsed) {
+  HandCapture c = ping_pong(10, false);
+  Nanos t = 1 * kMilli;
+  for (int k = 0; k < 10; ++k) {
+    t += 5 * kMilli + (k % 3) * 100 * kMicro;
+    for (auto& p : c.p) {
+      trace::MarkEvent m{};
+      m.kind = trace::Kind::mark;
+      m.type = trace::MarkType::iteration;
+      m.tid = 1;
+      m.value = 100 + k;  // the job's own numbers
+      m.phase = 'B';
+      m.at_ns = t - 4 * kMilli;
+      p.marks.push_back(m);
+      m.phase = 'E';
+      m.at_ns = t + 1100 * kMicro;
+      p.marks.push_back(m);
+    }
+    t += 1200 * kMicro;
+  }
+  const BuiltProfile b = build_profile(c.input(), {});
+  EXPECT_EQ(b.report.iteration_source, "annotations");
+  EXPECT_EQ(b.report.detected, 10);
+  EXPECT_EQ(b.report.first_used, 101);  // 100 was the warm-up
+  EXPECT_EQ(b.report.used, 9);
+}
+
+TEST(ProfileBuild, RefusesWhatIsNotAJob) {
+  HandCapture one(1);
+  EXPECT_THROW(build_profile(one.input(), {}), std::runtime_error);
+  EXPECT_THROW(build_profile({{"empty", {}}}, {}), std::runtime_error);
+  // Two ranks that exchange a few unrelated messages: no iteration.
+  HandCapture c(2);
+  const std::uint32_t id = c.connect(0, 40000, 1, 40001);
+  c.send(0, 1, id, 1000, 100);
+  c.send(1, 0, id, 900000, 7000);
+  c.send(0, 1, id, 3000000, 12345);
+  try {
+    build_profile(c.input(), {});
+    ADD_FAILURE() << "built a profile from no iterations";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("annotate"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ProfileBuild, RanksWithoutTheEnvironmentComeFromTheTraffic) {
+  HandCapture c = ping_pong(12, false);
+  for (auto& p : c.p) p.env.clear();
+  const BuiltProfile b = build_profile(c.input(), {});
+  ASSERT_EQ(b.report.ranks.size(), 2u);
+  EXPECT_EQ(b.report.ranks[0].how, "traffic");
+  EXPECT_EQ(b.report.ranks[0].pid, 100);
+}
+
+TEST(ProfileBuild, ParametersServerRoleFromTheTraffic) {
+  // Rank 0 exchanges with 1, 2 and 3; they never with each other.
+  HandCapture c(4);
+  std::uint32_t id[4] = {0, 0, 0, 0};
+  for (int w = 1; w < 4; ++w) id[w] = c.connect(w, static_cast<std::uint16_t>(41000 + w), 0, 40000);
+  Nanos t = 0;
+  for (int k = 0; k < 10; ++k) {
+    t += 4 * kMilli;
+    for (int w = 1; w < 4; ++w) c.send(w, 0, id[w], t + w * 10 * kMicro, 100000);
+    for (int w = 1; w < 4; ++w) c.send(0, w, id[w], t + 500 * kMicro + w * 10 * kMicro, 100000);
+    t += 1 * kMilli;
+  }
+  const BuiltProfile b = build_profile(c.input(), {});
+  ASSERT_EQ(b.profile.ranks.size(), 4u);
+  EXPECT_EQ(b.profile.ranks[0].role, Role::server);
+  for (int w = 1; w < 4; ++w) EXPECT_EQ(b.profile.ranks[static_cast<std::size_t>(w)].role, Role::worker);
+}
+
+TEST(ProfileBuild, BuildCommandIsReadBackFromTheGenerator) {
+  const BuildCommand c = parse_build_command("tensorwire profile build a b -o x.yaml --iterations 2:9 --keep-control");
+  EXPECT_EQ(c.dirs, (std::vector<std::string>{"a", "b"}));
+  ASSERT_TRUE(c.options.iterations.has_value());
+  EXPECT_EQ(c.options.iterations->first, 2);
+  EXPECT_EQ(c.options.iterations->second, 9);
+  EXPECT_TRUE(c.options.keep_control);
+  EXPECT_TRUE(parse_build_command("tensorwire profile synth --model m").dirs.empty());
+  EXPECT_TRUE(parse_build_command("tensorwire profile build a --iterations x:y").dirs.empty());
+}
+
+}  // namespace
+}  // namespace tw
