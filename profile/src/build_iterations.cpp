@@ -257,18 +257,31 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
     }
   }
   // Directions without a period of their own (a few messages each iteration) go
-  // by time: into the iteration of their rank's closest earlier cut message.
+  // by time: an iteration of their rank begins halfway through the idle gap
+  // between the rank's previous iteration's last send and its own first one.
   for (std::size_t d = 0; d < dirs.size(); ++d) {
     if (dirs[d].use != "data" || !piece[d].empty()) continue;
-    std::vector<std::pair<Nanos, std::int64_t>> mine;
+    std::map<std::int64_t, std::pair<Nanos, Nanos>> span;  // iteration -> (first ready, last return) on the rank
     for (std::size_t e : cut) {
       if (dirs[e].src != dirs[d].src || !shift[e]) continue;
-      for (const auto& [t, k] : ready[e]) mine.emplace_back(t, k - *shift[e]);
+      for (std::size_t i = 0; i < dirs[e].messages.size(); ++i) {
+        if (piece[e][i] == kNoIteration) continue;
+        const Message& m = a.messages[dirs[e].messages[i]];
+        const auto [x, fresh] = span.try_emplace(piece[e][i] - *shift[e], m.ready, m.sent_app);
+        if (!fresh) x->second.first = std::min(x->second.first, m.ready), x->second.second = std::max(x->second.second, m.sent_app);
+      }
     }
-    std::sort(mine.begin(), mine.end());
+    std::vector<std::pair<Nanos, std::int64_t>> begins;
+    for (auto x = span.begin(); x != span.end(); ++x) {
+      Nanos b = x->second.first;
+      if (x != span.begin() && std::prev(x)->first == x->first - 1 && std::prev(x)->second.second < b) {
+        b -= (b - std::prev(x)->second.second) / 2;
+      }
+      begins.emplace_back(b, x->first);
+    }
     for (std::size_t m : dirs[d].messages) {
-      const auto p = std::upper_bound(mine.begin(), mine.end(), std::make_pair(a.messages[m].ready, std::numeric_limits<std::int64_t>::max()));
-      if (p != mine.begin()) it.of_message[m] = (p - 1)->second;
+      const auto p = std::upper_bound(begins.begin(), begins.end(), std::make_pair(a.messages[m].ready, std::numeric_limits<std::int64_t>::max()));
+      if (p != begins.begin()) it.of_message[m] = (p - 1)->second;
     }
   }
   for (const Direction& d : dirs) {
