@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # From a fresh Debian 12 machine to the main job: installs the packages, builds
-# tensorwire, and runs it on a bundled default: the profile of ResNet-50 trained
-# with PyTorch DDP over a Gloo ring of 4 ranks is synthesised, checked, and replayed
-# as real TCP traffic by 4 agents that a controller launches on this machine, and
-# the replay is compared with the profile's plan.
+# tensorwire, and runs the whole loop on a bundled real training job: PyTorch DDP
+# over Gloo (a small MLP, 2 ranks on loopback) runs unchanged under `tensorwire
+# capture`; its traffic profile is built from the capture; a controller and 2
+# agents replay it as real TCP traffic; and the replay is held against the
+# capture. The headline is the fidelity: how far the replayed iteration times are
+# from the job's own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -11,19 +13,34 @@ cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DTW_TESTS=OFF -
 ninja -C build-release > build-release/build.log 2>&1 || { tail -40 build-release/build.log; exit 1; }
 tw=build-release/cli/tensorwire
 out=${TW_OUT:-runs/quickstart}
+ranks=${TW_RANKS:-2}
+iterations=${TW_ITERATIONS:-40}
+rm -rf "$out/capture" "$out/job" "$out/run"
 mkdir -p "$out"
-echo "== tensorwire profile synth (ResNet-50, PyTorch DDP over a Gloo ring, 4 ranks)"
-"$tw" profile synth --model resnet50 --pattern ring-allreduce --ranks 4 -o "$out/resnet50-ring-4.yaml"
-echo "== tensorwire profile validate"
-"$tw" profile validate "$out/resnet50-ring-4.yaml"
-echo "== tensorwire profile show"
-"$tw" profile show "$out/resnet50-ring-4.yaml" --link-gbps 10
+echo "== tensorwire capture: PyTorch DDP over Gloo, MLP, $ranks ranks, $iterations iterations (the job is not changed)"
+"$tw" capture --out "$out/capture" -- /usr/bin/python3 examples/ddp/launch.py --nproc "$ranks" --logs "$out/job" --timeout 600 \
+  -- --model mlp --iterations "$iterations"
 echo
-echo "== tensorwire run --local 4 (a controller and 4 agents, real TCP on loopback, 5 iterations)"
-rm -rf "$out/run"
-"$tw" run "$out/resnet50-ring-4.yaml" --local 4 --out "$out/run" --iterations 5
+echo "== tensorwire profile build (ranks, flows, iterations, dependencies from the capture alone)"
+"$tw" profile build "$out/capture" -o "$out/ddp-mlp-$ranks.yaml"
+"$tw" profile validate "$out/ddp-mlp-$ranks.yaml"
 echo
-echo "== tensorwire results check"
-"$tw" results check "$out/run"
+echo "== tensorwire run --local $ranks (a controller and $ranks agents, real TCP on loopback)"
+"$tw" run "$out/ddp-mlp-$ranks.yaml" --local "$ranks" --out "$out/run" > "$out/run.log" 2>&1 || { cat "$out/run.log"; exit 1; }
+sed -n '/iterations: median/,/results in/p' "$out/run.log"
 echo
-echo "Binary: $tw   Profile: $out/resnet50-ring-4.yaml   Run: $out/run (compare.json, run.json, rank-R.twr)"
+echo "== tensorwire compare (the replay against the capture)"
+"$tw" compare "$out/capture" "$out/run" | sed -n '1,10p'
+"$tw" compare "$out/capture" "$out/run" --json > "$out/compare.json"
+echo
+/usr/bin/python3 - "$out/compare.json" <<'PY'
+import json, statistics, sys
+j = json.load(open(sys.argv[1]))
+e, s = j["iteration_error_pct"], j["start_offset_error_ns"]
+ref = statistics.median(j["reference_iteration_ns"]) / 1e6
+rep = statistics.median(j["replay_iteration_ns"]) / 1e6
+print(f"fidelity: the replay's iteration time is {e['p50']:+.1f}% from the captured job's (median over {e['n']} iterations; "
+      f"p95 {e['p95']:+.1f}%): {rep:.2f} ms replayed, {ref:.2f} ms captured; "
+      f"message starts within the iteration {s['p50'] / 1e3:+.0f} us (p50)")
+PY
+echo "Binary: $tw   Capture: $out/capture   Profile: $out/ddp-mlp-$ranks.yaml   Run: $out/run"
