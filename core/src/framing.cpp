@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <limits>
 #include <string_view>
 
@@ -468,19 +469,19 @@ DecodedStream decode_openmpi(const View& v, std::uint64_t end) {
     o = frag_end;
   }
   // decoded_until: where the walk stopped, moved back before any message still
-  // open or reaching past it, so that it stays a message boundary.
+  // open, and then to the longest run of messages (by begin) that ends before the
+  // next one begins, so that it stays a message boundary.
   std::uint64_t until = o;
   for (const auto& r : open) until = std::min(until, msgs[r.message].begin);
-  for (bool moved = true; moved;) {
-    moved = false;
-    while (!msgs.empty() && msgs.back().begin >= until) msgs.pop_back();
-    for (const auto& m : msgs) {
-      if (m.end > until) {
-        until = m.begin;
-        moved = true;
-      }
-    }
+  std::size_t keep = 0;
+  std::uint64_t max_end = 0;
+  for (std::size_t k = 0; k <= msgs.size(); ++k) {
+    const std::uint64_t bound = k < msgs.size() ? std::min(until, msgs[k].begin) : until;
+    if (max_end <= bound) keep = k;
+    if (k < msgs.size()) max_end = std::max(max_end, msgs[k].end);
   }
+  if (keep < msgs.size()) until = std::min(until, msgs[keep].begin);
+  msgs.resize(keep);
   out.d.decoded_until = until;
   if (!open.empty()) stopped += std::string(stopped.empty() ? "" : "; ") + "rendezvous message not complete";
   if (per_fragment) out.stop("some mpi messages delimited per btl fragment (their ob1 header was not sampled)");
