@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <limits>
 #include <string_view>
 
@@ -17,22 +18,28 @@ void SparseBytes::add(std::uint64_t offset, const std::uint8_t* bytes, std::size
   if (n > kMax - offset) n = static_cast<std::size_t>(kMax - offset);
   const std::uint64_t last = offset + n;
   std::uint64_t pos = offset;
-  // Each pass either skips a piece already known or inserts the gap before the
-  // next one, so the loop ends after at most (pieces overlapped + 1) inserts.
+  auto after = [](std::uint64_t o, const Piece& p) { return o < p.offset; };
+  // Each pass either skips a piece already known or fills the gap before the
+  // next one, so the loop ends after at most (pieces overlapped + 1) fills.
   while (pos < last) {
-    auto next = pieces_.upper_bound(pos);
-    if (next != pieces_.begin()) {
-      const auto prev = std::prev(next);
-      const std::uint64_t prev_end = prev->first + prev->second.size();
-      if (prev_end > pos) {
-        pos = prev_end;
-        continue;
-      }
+    const auto next = std::upper_bound(pieces_.begin(), pieces_.end(), pos, after);
+    Piece* prev = next == pieces_.begin() ? nullptr : &*std::prev(next);
+    if (prev && prev->offset + prev->size > pos) {
+      pos = prev->offset + prev->size;
+      continue;
     }
-    const std::uint64_t stop = next == pieces_.end() ? last : std::min(last, next->first);
+    std::uint64_t stop = next == pieces_.end() ? last : std::min(last, next->offset);
+    constexpr std::uint64_t kPieceMax = std::numeric_limits<std::uint32_t>::max() / 2;
+    if (stop - pos > kPieceMax) stop = pos + kPieceMax;
     const auto* from = bytes + (pos - offset);
-    pieces_.emplace_hint(next, pos, std::vector<std::uint8_t>(from, from + (stop - pos)));
-    bytes_ += static_cast<std::size_t>(stop - pos);
+    const auto len = static_cast<std::uint32_t>(stop - pos);
+    if (prev && prev->offset + prev->size == pos && prev->at + prev->size == pool_.size() &&
+        prev->size <= kPieceMax) {
+      prev->size += len;  // continues the last piece added: one piece, not two
+    } else {
+      pieces_.insert(next, Piece{pos, pool_.size(), len});
+    }
+    pool_.insert(pool_.end(), from, from + len);
     pos = stop;
   }
 }
@@ -48,18 +55,19 @@ bool SparseBytes::add_sample(const trace::SampleEvent& s, std::uint64_t call_byt
 
 bool SparseBytes::read_into(std::uint64_t offset, std::span<std::uint8_t> out) const {
   if (out.size() > std::numeric_limits<std::uint64_t>::max() - offset) return false;
+  auto after = [](std::uint64_t o, const Piece& p) { return o < p.offset; };
   std::size_t done = 0;
   // Pieces may abut: each pass copies at least one byte or fails.
   while (done < out.size()) {
     const std::uint64_t at = offset + done;
-    auto it = pieces_.upper_bound(at);
+    auto it = std::upper_bound(pieces_.begin(), pieces_.end(), at, after);
     if (it == pieces_.begin()) return false;
     --it;
-    const std::uint64_t piece_end = it->first + it->second.size();
+    const std::uint64_t piece_end = it->offset + it->size;
     if (piece_end <= at) return false;
-    const auto from = static_cast<std::size_t>(at - it->first);
-    const std::size_t take = std::min(out.size() - done, it->second.size() - from);
-    std::memcpy(out.data() + done, it->second.data() + from, take);
+    const auto from = static_cast<std::size_t>(at - it->offset);
+    const std::size_t take = std::min<std::size_t>(out.size() - done, it->size - from);
+    std::memcpy(out.data() + done, pool_.data() + it->at + from, take);
     done += take;
   }
   return true;
@@ -68,7 +76,7 @@ bool SparseBytes::read_into(std::uint64_t offset, std::span<std::uint8_t> out) c
 std::optional<std::vector<std::uint8_t>> SparseBytes::read(std::uint64_t offset, std::size_t n) const {
   std::vector<std::uint8_t> out;
   // Check first, so that no allocation follows an n nothing could satisfy.
-  if (n > bytes_) return std::nullopt;
+  if (n > pool_.size()) return std::nullopt;
   out.resize(n);
   if (!read_into(offset, out)) return std::nullopt;
   return out;
@@ -468,19 +476,19 @@ DecodedStream decode_openmpi(const View& v, std::uint64_t end) {
     o = frag_end;
   }
   // decoded_until: where the walk stopped, moved back before any message still
-  // open or reaching past it, so that it stays a message boundary.
+  // open, and then to the longest run of messages (by begin) that ends before the
+  // next one begins, so that it stays a message boundary.
   std::uint64_t until = o;
   for (const auto& r : open) until = std::min(until, msgs[r.message].begin);
-  for (bool moved = true; moved;) {
-    moved = false;
-    while (!msgs.empty() && msgs.back().begin >= until) msgs.pop_back();
-    for (const auto& m : msgs) {
-      if (m.end > until) {
-        until = m.begin;
-        moved = true;
-      }
-    }
+  std::size_t keep = 0;
+  std::uint64_t max_end = 0;
+  for (std::size_t k = 0; k <= msgs.size(); ++k) {
+    const std::uint64_t bound = k < msgs.size() ? std::min(until, msgs[k].begin) : until;
+    if (max_end <= bound) keep = k;
+    if (k < msgs.size()) max_end = std::max(max_end, msgs[k].end);
   }
+  if (keep < msgs.size()) until = std::min(until, msgs[keep].begin);
+  msgs.resize(keep);
   out.d.decoded_until = until;
   if (!open.empty()) stopped += std::string(stopped.empty() ? "" : "; ") + "rendezvous message not complete";
   if (per_fragment) out.stop("some mpi messages delimited per btl fragment (their ob1 header was not sampled)");

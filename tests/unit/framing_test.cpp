@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -166,6 +167,30 @@ TEST(SparseBytes, SurvivesOffsetsAtTheEndOfTheRange) {
   EXPECT_EQ(s.bytes(), 3U);
   EXPECT_EQ(s.read(top - 3, 3), text("abc"));
   EXPECT_FALSE(s.read(top - 1, 8));
+}
+
+TEST(SparseBytes, AgreesWithAByteByByteModelWhateverTheOrderOfAdds) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    SparseBytes s;
+    std::map<std::uint64_t, std::uint8_t> model;
+    for (int k = 0; k < 40; ++k) {
+      const std::uint64_t offset = rng() % 400;  // overlapping, abutting and out of order
+      Bytes b(rng() % 40);
+      for (auto& x : b) x = static_cast<std::uint8_t>(rng());
+      s.add(offset, b.data(), b.size());
+      for (std::size_t i = 0; i < b.size(); ++i) model.emplace(offset + i, b[i]);
+    }
+    ASSERT_EQ(s.bytes(), model.size());
+    for (std::uint64_t o = 0; o < 450; ++o) {
+      const std::size_t n = 1 + rng() % 48;
+      bool all = true;
+      for (std::size_t i = 0; i < n; ++i) all = all && model.count(o + i);
+      const auto got = s.read(o, n);
+      ASSERT_EQ(got.has_value(), all) << o << " " << n;
+      for (std::size_t i = 0; all && i < n; ++i) ASSERT_EQ((*got)[i], model[o + i]);
+    }
+  }
 }
 
 TEST(SparseBytes, PlacesTheTailAtTheCallsEndAndRejectsImpossibleSamples) {

@@ -12,7 +12,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,12 +22,14 @@
 namespace tw::framing {
 
 // What is known of one direction of a connection: the bytes that were sampled,
-// by stream offset. Memory is what was added (plus a map node per piece); the
-// bytes in between are unknown.
+// by stream offset; the bytes in between are unknown. Memory is the bytes added
+// plus 24 bytes per piece (bytes that continue the last piece added extend it).
+// Adds in stream order are cheapest; out of order they cost a move of the pieces
+// after them.
 class SparseBytes {
  public:
   // Records n bytes at stream offset `offset`. Where bytes at an offset are
-  // already known, the first recorded stay. Bytes past 2^64 - 1 are dropped.
+  // already known, the first recorded stay. Bytes at offset 2^64 - 1 and beyond are dropped.
   void add(std::uint64_t offset, const std::uint8_t* bytes, std::size_t n);
   // Records a send call's sample: its head at s.offset and its tail ending at
   // s.offset + call_bytes (call_bytes: the bytes the call moved, its send
@@ -41,12 +42,17 @@ class SparseBytes {
   // The same into `out` without allocating: true when all out.size() bytes were known.
   bool read_into(std::uint64_t offset, std::span<std::uint8_t> out) const;
 
-  std::size_t bytes() const { return bytes_; }
+  std::size_t bytes() const { return pool_.size(); }
   std::size_t pieces() const { return pieces_.size(); }
 
  private:
-  std::map<std::uint64_t, std::vector<std::uint8_t>> pieces_;  // disjoint, by first offset
-  std::size_t bytes_ = 0;
+  struct Piece {
+    std::uint64_t offset;  // stream offset of its first byte
+    std::uint64_t at;      // where its bytes start in pool_
+    std::uint32_t size;
+  };
+  std::vector<Piece> pieces_;  // disjoint, sorted by offset
+  std::vector<std::uint8_t> pool_;
 };
 
 // One direction of a connection as a process's trace holds it: the samples of
