@@ -164,11 +164,11 @@ else
   fail "ThreadSanitizer build"
 fi
 
-stage fuzz "fuzzing the profile loader and the frame decoder for ${fuzz_seconds}s"
+stage fuzz "fuzzing the profile loader, the frame decoder and the framing decoders for ${fuzz_seconds}s"
 if CXX=clang++ build build-fuzz all -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTW_FUZZ=ON -DTW_ONLY_PURE=ON -DTW_TESTS=OFF \
   -DTW_BENCH=OFF "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"; then
   # name, share of the time, dictionary
-  for spec in "profile_fuzz 3 -dict=tests/fuzz/profile.dict" "frame_fuzz 1"; do
+  for spec in "profile_fuzz 2 -dict=tests/fuzz/profile.dict" "frame_fuzz 1" "framing_fuzz 1"; do
     set -- $spec
     name=$1
     seconds=$((fuzz_seconds * $2 / 4))
