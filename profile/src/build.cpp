@@ -207,7 +207,7 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
         if (numbers.count(its.of_message[m])) present.insert(its.of_message[m]);
       }
       if (static_cast<double>(present.size()) < kRegularShare * static_cast<double>(numbers.size())) {
-        d.use = "irregular";
+        d.use = d.store ? "store" : "irregular";
         changed = true;
       }
     }

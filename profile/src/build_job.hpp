@@ -41,17 +41,20 @@ struct Direction {
   RankId src = 0, dst = 0;
   std::vector<std::size_t> messages;  // indices into CaptureAnalysis::messages, in stream order
   std::string use = "data";  // or why it is left out of the schedule
+  bool store = false;        // to or from MASTER_PORT (PyTorch's rendezvous store, usually)
 };
 
 // Every direction that carried bytes, with the structural reasons to leave one
-// out: "store" (the rendezvous store, MASTER_PORT), "launcher" (an end that is not
-// a rank), "untraced peer", "same rank". Directions between two ranks stay "data"
-// until the iteration step (irregular traffic).
+// out: "launcher" (an end that is not a rank), "untraced peer", "same rank".
+// Directions between two ranks stay "data" until the iteration step leaves out
+// those whose traffic does not follow the iterations ("store" when they are
+// MASTER_PORT's, "irregular" otherwise).
 std::vector<Direction> directions(const CaptureAnalysis& a, const Ranks& ranks);
 
-// Roles from the traffic where the job did not name them (TW_ROLE): ranks on the
-// smaller side of a bipartite exchange in which the other side does not talk
-// among itself are servers (parameter servers); everyone else is a worker.
+// Roles from the traffic where the job did not name them (TW_ROLE): in a complete
+// bipartite exchange (every worker with every server, workers not among
+// themselves) with at least three workers and at most half as many servers, the
+// smaller side are servers; everyone else is a worker.
 void assign_roles(Ranks& ranks, const std::vector<ProcessTrace>& traces, const CaptureAnalysis& a,
                   const std::vector<Direction>& dirs);
 

@@ -30,7 +30,7 @@ std::optional<std::pair<std::string, RankId>> env_rank(const ProcessTrace& t) {
 Bytes moved(const CaptureAnalysis& a, std::size_t process) {
   Bytes b = 0;
   for (const Connection& c : a.connections) {
-    if (c.process == process && c.role == ConnectionRole::data) b += c.bytes_sent + c.bytes_received;
+    if (c.process == process) b += c.bytes_sent + c.bytes_received;
   }
   return b;
 }
@@ -44,8 +44,7 @@ Ranks find_ranks(const std::vector<ProcessTrace>& traces, const CaptureAnalysis&
   // traced peer in a different process.
   std::vector<bool> talks(traces.size(), false);
   for (const Connection& c : a.connections) {
-    if (c.peer && a.connections[*c.peer].process != c.process && c.role == ConnectionRole::data &&
-        c.bytes_sent + c.bytes_received > 0) {
+    if (c.peer && a.connections[*c.peer].process != c.process && c.bytes_sent + c.bytes_received > 0) {
       talks[c.process] = true;
     }
   }
@@ -104,9 +103,11 @@ std::vector<Direction> directions(const CaptureAnalysis& a, const Ranks& ranks) 
     d.messages = std::move(by_conn[c]);
     const auto src = ranks.of_process[x.process];
     const auto dst = x.peer ? ranks.of_process[a.connections[*x.peer].process] : std::nullopt;
-    if (x.role == ConnectionRole::store || (x.peer && a.connections[*x.peer].role == ConnectionRole::store)) {
-      d.use = "store";
-    } else if (!x.peer) {
+    // MASTER_PORT only hints: a job may carry its tensors there (a ZeroMQ server
+    // bound on it); a store's connection is left out when its traffic does not
+    // follow the iterations, like any other.
+    d.store = x.role == ConnectionRole::store || (x.peer && a.connections[*x.peer].role == ConnectionRole::store);
+    if (!x.peer) {
       d.use = "untraced peer";
     } else if (!src || !dst) {
       d.use = "launcher";
@@ -169,8 +170,17 @@ void assign_roles(Ranks& ranks, const std::vector<ProcessTrace>& traces, const C
       }
     }
   }
-  if (!bipartite || side[0] == side[1] || side[0] == 0 || side[1] == 0) return;
+  if (!bipartite || side[0] == 0 || side[1] == 0) return;
   const int servers = side[0] < side[1] ? 0 : 1;
+  // Servers: at most half as many as workers, at least three workers, and every
+  // worker exchanging with every server. A three-stage pipeline (two ends around
+  // a middle) or a parameter server with two workers cannot be told apart from
+  // the traffic's shape: those stay workers unless TW_ROLE says otherwise.
+  if (2 * side[servers] > side[1 - servers] || side[1 - servers] < 3) return;
+  for (std::size_t r = 0; r < n; ++r) {
+    if (colour[r] == servers && adj[r].size() != side[1 - servers]) return;
+    if (colour[r] == 1 - servers && adj[r].size() != side[servers]) return;
+  }
   for (std::size_t r = 0; r < n; ++r) {
     if (!ranks.ranks[r].role_how.empty() || colour[r] == -1) continue;
     ranks.ranks[r].role = colour[r] == servers ? Role::server : Role::worker;
