@@ -72,5 +72,41 @@ TEST(ProfileStats, WithoutBarrierIterationsMayOverlap) {
   EXPECT_EQ(b.run, std::max<Nanos>(3 * 8'000'000, b.critical_path));
 }
 
+TEST(ProfileStats, LowerBoundWithALinkPerRank) {
+  // Rank 0 feeds ranks 1 and 2 side by side (5 MB each): its 2 Gb/s egress is the
+  // limit of the pair, each message the slower of rank 0's egress and its receiver's ingress.
+  const Profile p = load(
+      "version: 1\niterations: 1\nranks: [{id: 0}, {id: 1}, {id: 2}]\n"
+      "flows: [{id: a, src: 0, dst: 1}, {id: b, src: 0, dst: 2}]\n"
+      "ops:\n  - {id: x, type: send, flow: a, bytes: 5MB}\n  - {id: y, type: send, flow: b, bytes: 5MB, after: [x]}\n");
+  const RankLinks links = {{2e9, 9e9}, {9e9, 1e9}, {9e9, 4e9}};
+  const LowerBound b = lower_bound(p, compute_stats(p), links);
+  EXPECT_EQ(b.critical_path, 40'000'000 + 20'000'000) << "x at rank 1's 1 Gb/s in, y at rank 0's 2 Gb/s out";
+  EXPECT_EQ(b.max_egress, 40'000'000);
+  EXPECT_EQ(b.max_ingress, 40'000'000);
+  EXPECT_EQ(b.iteration, 60'000'000);
+  EXPECT_EQ(b.link_bps, 0) << "the links differ";
+  EXPECT_EQ(lower_bound(p, compute_stats(p), uniform_links(3, 1e9)).link_bps, 1e9);
+  EXPECT_THROW(lower_bound(p, compute_stats(p), RankLinks(2, {1e9, 1e9})), std::invalid_argument);
+  EXPECT_THROW(lower_bound(p, compute_stats(p), RankLinks{{0, 1e9}, {1e9, 1e9}, {1e9, 1e9}}), std::invalid_argument)
+      << "rank 0 sends, so it needs an egress rate";
+  EXPECT_NO_THROW(lower_bound(p, compute_stats(p), RankLinks{{1e9, 0}, {0, 1e9}, {0, 1e9}})) << "rates nobody uses may be 0";
+}
+
+TEST(ProfileStats, LowerBoundTakesBytesAndMessagesAtTheirOwnRates) {
+  // Rank 0's two 5 MB messages each went at 1 Gb/s, side by side: its link moved
+  // 2 Gb/s. Its bytes take 40 ms at 2 Gb/s; each message 40 ms at 1 Gb/s.
+  const Profile p = load(
+      "version: 1\niterations: 1\nranks: [{id: 0}, {id: 1}, {id: 2}]\n"
+      "flows: [{id: a, src: 0, dst: 1}, {id: b, src: 0, dst: 2}]\n"
+      "ops:\n  - {id: x, type: send, flow: a, bytes: 5MB}\n  - {id: y, type: send, flow: b, bytes: 5MB}\n");
+  const LowerBound b = lower_bound(p, compute_stats(p), uniform_links(3, 2e9), uniform_links(3, 1e9));
+  EXPECT_EQ(b.max_egress, 40'000'000);
+  EXPECT_EQ(b.critical_path, 40'000'000);
+  EXPECT_EQ(b.iteration, 40'000'000);
+  // One rate for both would be 80 ms (at 1 Gb/s: more than the 40 ms it took) or 20 ms.
+  EXPECT_EQ(lower_bound(p, compute_stats(p), uniform_links(3, 1e9)).iteration, 80'000'000);
+}
+
 }  // namespace
 }  // namespace tw

@@ -36,9 +36,9 @@ struct CompareResult {
   std::string note;  // how the reference was made, when it is the plan
 };
 
-// ORIGINAL is a run directory or a profile (with observed timings, or else its
-// plan is the reference: planned op starts, and the lower bound at the link rate
-// the replay measured).
+// ORIGINAL is a run directory or a profile (with observed timings, or else the
+// reference is the timing model: the profile simulated at the per-rank link rates
+// the replay measured, with the lower bound at each rank's fastest rate beside it).
 CompareResult compare_original(const std::string& original, const std::string& replay_dir);
 
 // The same with the replay already loaded and the original a profile in memory.
