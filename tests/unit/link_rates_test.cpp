@@ -10,6 +10,7 @@
 
 #include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/analysis/sources.hpp"
+#include "inline_profile.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
 
@@ -18,11 +19,7 @@ namespace {
 
 constexpr Nanos kMs = 1'000'000;
 
-Profile load(const std::string& text) {
-  ProfileLoad l = load_profile_text(text, "t.yaml");
-  EXPECT_TRUE(l.ok()) << (l.diagnostics.empty() ? "" : l.diagnostics[0].str());
-  return l.ok() ? std::move(*l.profile) : Profile{};
-}
+using test::inline_profile;
 
 // A parameter server (rank 0) and three workers: each worker pushes 10 MB, the
 // server updates for 1 ms, then sends 10 MB of parameters to each worker.
@@ -97,7 +94,7 @@ Timeline ring_replay(const Profile& p) {
 }
 
 TEST(LinkRates, ARankSideBySideFlowsAddUp) {
-  const Profile p = load(kPs);
+  const Profile p = inline_profile(kPs);
   const MeasuredLinks m = measure_links(p, ps_replay(p));
   ASSERT_TRUE(m.known);
   EXPECT_NEAR(m.busy[0].egress_bps, 24e9, 1e3) << "30 MB in 10 ms: the server's link, not one flow's 8 Gb/s";
@@ -109,7 +106,7 @@ TEST(LinkRates, ARankSideBySideFlowsAddUp) {
 }
 
 TEST(LinkRates, PeakIsTheFastestIterationAndMessageTheFastestMessage) {
-  const Profile p = load(kRing);
+  const Profile p = inline_profile(kRing);
   const MeasuredLinks m = measure_links(p, ring_replay(p));
   // 16 MB over 10 + 9 ms busy; the faster iteration: 8 MB in 9 ms; the fastest
   // message: 4 MB in 4 ms.
@@ -120,7 +117,7 @@ TEST(LinkRates, PeakIsTheFastestIterationAndMessageTheFastestMessage) {
 }
 
 TEST(LinkRates, NoTimedMessageNoRate) {
-  const Profile p = load(kRing);
+  const Profile p = inline_profile(kRing);
   Timeline t = ring_replay(p);
   for (auto& op : t.ops) {
     for (Instance& x : op) x.end = -1;
@@ -129,7 +126,7 @@ TEST(LinkRates, NoTimedMessageNoRate) {
 }
 
 TEST(LinkRates, ARankWithoutTimedMessagesGetsTheFastestRate) {
-  const Profile p = load(kPs);
+  const Profile p = inline_profile(kPs);
   Timeline t = ps_replay(p);
   const OpIndex g3 = 2;
   ASSERT_EQ(p.ops[g3].id, "g3");
@@ -141,7 +138,7 @@ TEST(LinkRates, ARankWithoutTimedMessagesGetsTheFastestRate) {
 }
 
 TEST(Simulator, ALinkIsSharedByTheMessagesCrossingIt) {
-  const Profile p = load(kPs);
+  const Profile p = inline_profile(kPs);
   SimOptions o;
   o.links = {{24e9, 24e9}, {8e9, 8e9}, {8e9, 8e9}, {8e9, 8e9}};
   const SimResult r = simulate(p, o);
@@ -155,14 +152,16 @@ TEST(Simulator, ALinkIsSharedByTheMessagesCrossingIt) {
 }
 
 TEST(Simulator, NeverBeatsTheLowerBoundAtTheSameRates) {
+  // Links that differ from rank to rank and between egress and ingress.
   for (const char* f : {"resnet50-ring-4.yaml", "resnet50-ps-4w2s.yaml", "mlp-ring-2.yaml"}) {
     SCOPED_TRACE(f);
-    ProfileLoad l = load_profile_file(std::string(TW_SOURCE_DIR) + "/traffic_profiles/" + f);
-    ASSERT_TRUE(l.ok());
-    Profile& p = *l.profile;
+    Profile p = test::bundled_profile(f);
+    ASSERT_FALSE(p.ranks.empty());
     p.iterations = 2;
     SimOptions o;
-    for (std::size_t r = 0; r < p.ranks.size(); ++r) o.links.push_back({(1.0 + static_cast<double>(r)) * 1e9, (3.0 + static_cast<double>(r % 2)) * 1e9});
+    for (std::size_t r = 0; r < p.ranks.size(); ++r) {
+      o.links.push_back({(1.0 + static_cast<double>(r)) * 1e9, (3.0 + static_cast<double>(r % 2)) * 1e9});
+    }
     const SimResult sim = simulate(p, o);
     const LowerBound b = lower_bound(p, compute_stats(p), o.links);
     EXPECT_GE(sim.makespan, b.run);
@@ -171,7 +170,7 @@ TEST(Simulator, NeverBeatsTheLowerBoundAtTheSameRates) {
 }
 
 TEST(Simulator, TimelineMeasuresWhatAReplayTimelineDoes) {
-  const Profile p = load(kPs);
+  const Profile p = inline_profile(kPs);
   SimOptions o;
   o.links = {{24e9, 24e9}, {8e9, 8e9}, {8e9, 8e9}, {8e9, 8e9}};
   const Timeline t = timeline_from_simulation(p, simulate(p, o), "model");
@@ -205,7 +204,7 @@ void expect_bound_holds(const CompareResult& r) {
 }
 
 TEST(CompareWithPlan, ParameterServerBoundHoldsAndTheModelMatches) {
-  const Profile p = load(kPs);
+  const Profile p = inline_profile(kPs);
   const CompareResult r = compare_by_hand(p, ps_replay(p));
   expect_bound_holds(r);
   // The bound is the chain push, update, send: 10 + 1 + 10 ms.
@@ -222,7 +221,7 @@ TEST(CompareWithPlan, ParameterServerBoundHoldsAndTheModelMatches) {
 }
 
 TEST(CompareWithPlan, RingBoundHoldsForItsFastestIteration) {
-  const Profile p = load(kRing);
+  const Profile p = inline_profile(kRing);
   const CompareResult r = compare_by_hand(p, ring_replay(p));
   expect_bound_holds(r);
   // 4 ms, 1 ms, 4 ms at the fastest message's 8 Gb/s: the fastest iteration took 10 ms.
@@ -232,7 +231,7 @@ TEST(CompareWithPlan, RingBoundHoldsForItsFastestIteration) {
 }
 
 TEST(CompareWithPlan, WithoutTimedMessagesThereIsNoModel) {
-  const Profile p = load(kRing);
+  const Profile p = inline_profile(kRing);
   Timeline t = ring_replay(p);
   for (auto& op : t.ops) {
     for (Instance& x : op) x.end = -1;
