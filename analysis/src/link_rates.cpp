@@ -36,7 +36,7 @@ double bps(double bytes, Nanos ns) { return ns > 0 ? bytes * 8e9 / static_cast<d
 
 }  // namespace
 
-MeasuredLinks measure_links(const Profile& p, const Timeline& t) {
+MeasuredLinks measure_links(const Profile& p, const Timeline& t, Nanos delay) {
   const std::size_t ranks = p.ranks.size();
   std::vector<Direction> out(ranks), in(ranks);
   std::vector<std::vector<std::pair<Nanos, Nanos>>> out_spans(ranks), in_spans(ranks);
@@ -56,7 +56,8 @@ MeasuredLinks measure_links(const Profile& p, const Timeline& t) {
     for (std::size_t op = 0; op < p.ops.size() && op < t.ops.size(); ++op) {
       const Op& o = p.ops[op];
       if (o.type != OpType::send || i >= t.ops[op].size()) continue;
-      const Instance& x = t.ops[op][i];
+      const Instance& rec = t.ops[op][i];
+      const Instance x = {rec.start, rec.end < 0 ? rec.end : rec.end - delay};
       if (x.start < 0 || x.end <= x.start) continue;
       const Flow& f = p.flows[o.flow];
       const auto b = static_cast<double>(o.bytes);

@@ -1,6 +1,7 @@
 #include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/analysis/sources.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -37,6 +38,40 @@ std::vector<std::vector<Record>> load_run_records(const std::string& dir, const 
   return ranks;
 }
 
+namespace {
+
+ReplaySettings read_settings(const std::string& dir, const nlohmann::json& run, std::size_t ranks, double time_scale) {
+  ReplaySettings s;
+  const auto back = [time_scale](Nanos x) { return static_cast<Nanos>(static_cast<double>(x) / time_scale); };
+  std::string file = run_dir::run_file(dir);
+  try {
+    if (run.is_object() && run.contains("settings") && run["settings"].is_object()) {
+      const nlohmann::json& x = run["settings"];
+      s.open_loop = x.value("open_loop", false);
+      s.open_loop_period = back(x.value("open_loop_period_ns", Nanos{0}));
+      for (Nanos o : x.value("open_loop_offsets_ns", std::vector<Nanos>{})) s.open_loop_offsets.push_back(back(o));
+      s.delay = back(x.value("delay_ns", Nanos{0}));
+    }
+    for (std::size_t r = 0; r < ranks; ++r) {
+      file = run_dir::summary_file(dir, static_cast<RankId>(r));
+      std::ifstream in(file);
+      const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+      if (!in || j.is_discarded() || !j.contains("options") || !j["options"].is_object()) continue;
+      const nlohmann::json& o = j["options"];
+      s.open_loop = s.open_loop || o.value("open_loop", false);
+      if (r == 0 && !run.is_object()) s.delay = back(o.value("delay_ns", Nanos{0}));
+      const double f = o.value("slowdown", 1.0);
+      if (f != 1.0 && s.slowdown.empty()) s.slowdown.assign(ranks, 1.0);
+      if (!s.slowdown.empty()) s.slowdown[r] = f;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(file + ": " + e.what());
+  }
+  return s;
+}
+
+}  // namespace
+
 LoadedRun load_run(const std::string& dir) {
   if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": not a run directory");
   LoadedRun run;
@@ -47,13 +82,17 @@ LoadedRun load_run(const std::string& dir) {
   // A time-dilated run is compared at the original's speed.
   std::ifstream rj(run_dir::run_file(dir));
   const nlohmann::json j = nlohmann::json::parse(rj, nullptr, false);
+  double k = 1;
   if (rj && !j.is_discarded() && j.contains("time_scale") && j["time_scale"].is_number()) {
-    const double k = j["time_scale"].get<double>();
+    k = j["time_scale"].get<double>();
     if (k > 0 && k != 1) {
       scale_timeline(run.timeline, 1.0 / k);
       run.timeline.source += " (time-scaled x" + nlohmann::json(k).dump() + ", scaled back)";
+    } else {
+      k = 1;
     }
   }
+  run.settings = read_settings(dir, rj && !j.is_discarded() ? j : nlohmann::json(), run.profile.ranks.size(), k);
   return run;
 }
 
@@ -82,7 +121,8 @@ CompareResult compare_with_profile(const Profile& original, const LoadedRun& rep
   // No observed timings: the reference is the timing model, the profile simulated
   // with each rank's link at the rate it achieved in this replay; the lower bound
   // takes each rank's fastest rate, so no iteration of this replay can beat it.
-  const MeasuredLinks links = measure_links(original, replay.timeline);
+  const ReplaySettings& rs = replay.settings;
+  const MeasuredLinks links = measure_links(original, replay.timeline, rs.delay);
   if (!links.known || replay.timeline.iterations == 0) {
     r.comparison = compare_timelines(original, timeline_from_plan(replay.timeline, -1), replay.timeline);
     r.note = "the replay timed no message, so there is no link rate to model it at: op starts against their planned starts only";
@@ -93,18 +133,42 @@ CompareResult compare_with_profile(const Profile& original, const LoadedRun& rep
   model.observed.reset();
   SimOptions o;
   o.links = links.busy;
+  o.latency = rs.delay;
+  if (rs.slowdown.size() == original.ranks.size()) o.slowdown = rs.slowdown;
+  // An open-loop replay is modelled open loop, on the plan its agents were given:
+  // the offsets run.json lists, else the planned starts the agents recorded in
+  // the first iteration (run.json keeps only the period).
+  std::vector<Nanos> offsets = rs.open_loop_offsets;
+  const std::size_t n = replay.timeline.iterations;
+  if (offsets.empty() && replay.timeline.planned.size() == original.ops.size() * n) {
+    for (std::size_t op = 0; op < original.ops.size(); ++op) offsets.push_back(std::max<Nanos>(0, replay.timeline.planned[op * n]));
+  }
+  const bool open_plan = rs.open_loop && rs.open_loop_period > 0 && offsets.size() == original.ops.size();
+  if (open_plan) {
+    o.executor.open_loop = true;
+    o.executor.period = rs.open_loop_period;
+    o.executor.offsets = std::move(offsets);
+  }
   const std::string rates = links_summary(links.busy);
-  const Timeline reference =
-      timeline_from_simulation(model, simulate(model, o), "the timing model at the replay's measured link rates (" + rates + ")");
+  const Timeline reference = timeline_from_simulation(
+      model, simulate(model, o), std::string(open_plan ? "the open-loop " : "the ") + "timing model at the replay's measured link rates (" + rates + ")");
   r.comparison = compare_timelines(original, reference, replay.timeline);
-  const LowerBound lb = lower_bound(original, compute_stats(original), links.peak, links.message);
+  LowerBound lb = lower_bound(original, compute_stats(original), links.peak, links.message);
+  if (rs.open_loop) {
+    // Open loop, sends ignore their dependencies and compute is not run: only a
+    // rank's bytes over its link bound an iteration.
+    lb.iteration = std::max(lb.max_egress, lb.max_ingress);
+    lb.limited_by = lb.max_egress >= lb.max_ingress ? "egress of rank " + std::to_string(lb.egress_rank)
+                                                    : "ingress of rank " + std::to_string(lb.ingress_rank);
+  }
   r.comparison.lower_bound_ns = lb.iteration;
   r.comparison.lower_bound_basis = lb.limited_by + "; a rank's bytes at its fastest iteration's rate, " + links_summary(links.peak) +
-                                   ", each message at its ranks' fastest message's, " + links_summary(links.message);
+                                   (rs.open_loop ? "" : ", each message at its ranks' fastest message's, " + links_summary(links.message));
   r.note =
       "the timing model simulates the profile with each rank's link at the rate its messages achieved together while in flight "
-      "(on loopback a rank has no link of its own: the rate is its flows' aggregate, and the model shares it among them); "
-      "the lower bound takes the fastest rates the replay reached instead, so no iteration of it can beat the bound";
+      "(on loopback a rank has no link of its own: the rate is its flows' aggregate, and the model shares it among them)";
+  if (rs.open_loop && !open_plan) r.note += "; the run was open loop, but its plan is not in its directory: the model runs closed loop";
+  r.note += "; the lower bound takes the fastest rates the replay reached instead, so no iteration of it can beat the bound";
   return r;
 }
 

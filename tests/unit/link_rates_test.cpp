@@ -137,6 +137,18 @@ TEST(LinkRates, ARankWithoutTimedMessagesGetsTheFastestRate) {
   EXPECT_GT(m.message[3].egress_bps, 0);
 }
 
+TEST(LinkRates, TheEmulatedDelayIsNotLinkTime) {
+  const Profile p = inline_profile(kPs);
+  Timeline t = ps_replay(p);
+  for (auto& op : t.ops) {
+    for (Instance& x : op) x.end += 5 * kMs;  // delivered 5 ms after the last byte
+  }
+  const MeasuredLinks m = measure_links(p, t, 5 * kMs);
+  EXPECT_NEAR(m.busy[0].egress_bps, 24e9, 1e3);
+  EXPECT_NEAR(m.message[1].egress_bps, 8e9, 1e3);
+  EXPECT_LT(measure_links(p, t).busy[0].egress_bps, 20e9) << "counted as link time, the delay would slow the link";
+}
+
 TEST(Simulator, ALinkIsSharedByTheMessagesCrossingIt) {
   const Profile p = inline_profile(kPs);
   SimOptions o;
@@ -228,6 +240,52 @@ TEST(CompareWithPlan, RingBoundHoldsForItsFastestIteration) {
   EXPECT_NEAR(static_cast<double>(r.comparison.lower_bound_ns), 9e6, 10);
   ASSERT_EQ(r.comparison.reference_iteration.size(), 2U);
   EXPECT_GT(r.comparison.reference_iteration[0], r.comparison.lower_bound_ns);
+}
+
+TEST(CompareWithPlan, OpenLoopIsBoundByTheBusiestLinkAndModelledOnItsPlan) {
+  const Profile p = inline_profile(kPs);
+  LoadedRun run;
+  run.dir = "runs/open";
+  run.profile = p;
+  run.timeline = ps_replay(p);
+  // Open loop the sends ignore their dependencies: pushes at 0, parameters at 11 ms.
+  run.settings.open_loop = true;
+  run.timeline.planned.clear();  // no plan anywhere
+  CompareResult r = compare_with_profile(p, run);
+  EXPECT_NEAR(static_cast<double>(r.comparison.lower_bound_ns), 10e6, 10) << "30 MB over the server's 24 Gb/s, no chain";
+  EXPECT_NE(r.note.find("model runs closed loop"), std::string::npos) << r.note;
+  run.settings.open_loop_period = 21 * kMs;
+  run.settings.open_loop_offsets = {0, 0, 0, 10 * kMs, 11 * kMs, 11 * kMs, 11 * kMs};
+  r = compare_with_profile(p, run);
+  EXPECT_EQ(r.comparison.reference_source.rfind("the open-loop timing model", 0), 0U) << r.comparison.reference_source;
+  EXPECT_EQ(r.comparison.reference_iteration, (std::vector<Nanos>{21 * kMs, 21 * kMs}));
+  // Without the offsets in run.json, the planned starts the agents recorded.
+  run.settings.open_loop_offsets.clear();
+  run.timeline = ps_replay(p);
+  for (std::size_t i = 0; i < 2; ++i) {
+    for (std::size_t op = 0; op < p.ops.size(); ++op) run.timeline.planned[op * 2 + i] = run.timeline.ops[op][i].start;
+  }
+  r = compare_with_profile(p, run);
+  EXPECT_EQ(r.comparison.reference_source.rfind("the open-loop timing model", 0), 0U) << r.comparison.reference_source;
+  EXPECT_EQ(r.comparison.reference_iteration, (std::vector<Nanos>{21 * kMs, 21 * kMs}));
+}
+
+TEST(CompareWithPlan, TheModelAsksWhatTheAgentsWereAsked) {
+  const Profile p = inline_profile(kPs);
+  LoadedRun run;
+  run.dir = "runs/slow";
+  run.profile = p;
+  run.timeline = ps_replay(p);
+  run.settings.slowdown = {3.0, 1.0, 1.0, 1.0};  // the server computes 3 ms, not 1
+  run.settings.delay = 2 * kMs;
+  for (auto& op : run.timeline.ops) {
+    for (Instance& x : op) x.end += 2 * kMs;
+  }
+  const CompareResult r = compare_with_profile(p, run);
+  // Pushes 10 ms + 2 ms delay, update 3 ms, parameters 10 + 2 ms. The server
+  // enters iteration 1 when its sends are done, 2 ms before the workers have
+  // them, and the job-wide iteration counts from the first rank in it.
+  EXPECT_EQ(r.comparison.reference_iteration, (std::vector<Nanos>{27 * kMs, 29 * kMs}));
 }
 
 TEST(CompareWithPlan, WithoutTimedMessagesThereIsNoModel) {

@@ -29,8 +29,10 @@ struct MeasuredLinks {
   bool known = false;
 };
 
-// `replay`: a replay's timeline (op instances with start and end). Pure.
-MeasuredLinks measure_links(const Profile& profile, const Timeline& replay);
+// `replay`: a replay's timeline (op instances with start and end). A message's
+// end is its delivery, `delay` (the emulated one-way latency) after its last
+// byte arrived, so the link carried it until end - delay. Pure.
+MeasuredLinks measure_links(const Profile& profile, const Timeline& replay, Nanos delay = 0);
 
 // "3.10-9.87 Gb/s out, 9.80 Gb/s in": the range of a set of links, for a report.
 std::string links_summary(const RankLinks& links);
