@@ -198,14 +198,17 @@ TEST(Simulator, TimelineMeasuresWhatAReplayTimelineDoes) {
   EXPECT_EQ(t.rank_iteration[0][0], 21 * kMs);
 }
 
-// What compare does with a profile that has no observed timings.
-CompareResult compare_by_hand(const Profile& p, Timeline replay) {
+// A run directory as compare reads it, of a replay of `p` with default settings.
+LoadedRun run_by_hand(const Profile& p, Timeline replay) {
   LoadedRun run;
   run.dir = "runs/by-hand";
   run.profile = p;
   run.timeline = std::move(replay);
-  return compare_with_profile(p, run);
+  return run;
 }
+
+// What compare does with a profile that has no observed timings.
+CompareResult compare_by_hand(const Profile& p, Timeline replay) { return compare_with_profile(p, run_by_hand(p, std::move(replay))); }
 
 void expect_bound_holds(const CompareResult& r) {
   const Comparison& c = r.comparison;
@@ -244,10 +247,7 @@ TEST(CompareWithPlan, RingBoundHoldsForItsFastestIteration) {
 
 TEST(CompareWithPlan, OpenLoopIsBoundByTheBusiestLinkAndModelledOnItsPlan) {
   const Profile p = inline_profile(kPs);
-  LoadedRun run;
-  run.dir = "runs/open";
-  run.profile = p;
-  run.timeline = ps_replay(p);
+  LoadedRun run = run_by_hand(p, ps_replay(p));
   // Open loop the sends ignore their dependencies: pushes at 0, parameters at 11 ms.
   run.settings.open_loop = true;
   run.timeline.planned.clear();  // no plan anywhere
@@ -272,10 +272,7 @@ TEST(CompareWithPlan, OpenLoopIsBoundByTheBusiestLinkAndModelledOnItsPlan) {
 
 TEST(CompareWithPlan, TheModelAsksWhatTheAgentsWereAsked) {
   const Profile p = inline_profile(kPs);
-  LoadedRun run;
-  run.dir = "runs/slow";
-  run.profile = p;
-  run.timeline = ps_replay(p);
+  LoadedRun run = run_by_hand(p, ps_replay(p));
   run.settings.slowdown = {3.0, 1.0, 1.0, 1.0};  // the server computes 3 ms, not 1
   run.settings.delay = 2 * kMs;
   for (auto& op : run.timeline.ops) {
