@@ -70,6 +70,9 @@ run_ranks() {  # DIR SCRIPT ARGS...
 
 # mpirun on host 0 starts an orted on every other host through this agent in
 # place of ssh: OpenMPI calls it as AGENT HOST COMMAND..., the command a shell line.
+# The namespace hosts share one file system and one host name, so each daemon
+# gets a session directory of its own: in a shared one the daemons overwrite each
+# other's shared-memory files (hwloc's topology, PMIx's store), and crash.
 nsexec_agent() {  # DIR
   local f=$1/nsexec.sh r
   {
@@ -79,7 +82,9 @@ nsexec_agent() {  # DIR
     for ((r = 0; r < hosts; r++)); do echo "  ${addr[$r]}) ns=$name-h$r ;;"; done
     echo '  *) echo "nsexec.sh: $host is no host of testbed '"$name"'" >&2; exit 1 ;;'
     echo 'esac'
-    echo 'exec ip netns exec "$ns" /bin/sh -c "$*"'
+    echo "tmp=$1/tmp-\$ns"
+    echo 'mkdir -p "$tmp"'
+    echo 'exec ip netns exec "$ns" env OMPI_MCA_orte_tmpdir_base="$tmp" /bin/sh -c "$*"'
   } > "$f"
   chmod +x "$f"
   echo "$f"
@@ -102,9 +107,11 @@ import json, sys
 job, path, hosts = sys.argv[1], sys.argv[2], sys.argv[3]
 j = json.load(open(path))
 it, so, fr = j["iteration_error_pct"], j["start_offset_error_ns"], j["flow_rate_error_pct"]
-us = lambda ns: f"{ns / 1000:.0f} us"
-print(f"{job:<9} hosts {hosts}  iterations {j['iterations']}  iteration error median {it['p50']:+.1f}% p95 {it['p95']:+.1f}%  "
-      f"start offset p50 {us(so['p50'])} p99 {us(so['p99'])}  flow rate error median {fr['p50']:+.1f}%")
+# "-" where the reference has no such timings (n = 0), not a made-up zero.
+pct = lambda s, q: f"{s[q]:+.1f}%" if s["n"] else "-"
+us = lambda s, q: f"{s[q] / 1000:+.0f} us" if s["n"] else "-"
+print(f"{job:<9} hosts {hosts}  iterations {j['iterations']}  iteration error median {pct(it, 'p50')} p95 {pct(it, 'p95')}  "
+      f"start offset p50 {us(so, 'p50')} p99 {us(so, 'p99')}  flow rate error median {pct(fr, 'p50')}")
 PY
 }
 
