@@ -21,6 +21,8 @@ packages=(
   # a second transport for the capture tests (examples/ps/train_zmq.py); setpriv
   # runs the no-permission capture test as nobody
   python3-zmq util-linux
+  # the MPI job (examples/mpi/train_mpi.py): mpi4py over OpenMPI's TCP transport
+  python3-mpi4py openmpi-bin
 )
 
 missing=()

@@ -162,12 +162,30 @@ nlohmann::json comparison_json(const Profile& p, const Comparison& c) {
                      {"replay_slack_ns", e.replay_slack}, {"drift_ns", e.drift}});
   }
   j["drifted_edges"] = std::move(edges);
+  if (c.lower_bound_ns >= 0) j["lower_bound"] = {{"iteration_ns", c.lower_bound_ns}, {"basis", c.lower_bound_basis}};
   return j;
 }
 
 std::string comparison_text(const Profile& p, const Comparison& c) {
   std::string out = "replay: " + c.replay_source + "\nreference: " + c.reference_source + " (" + std::to_string(c.iterations) +
-                    " iterations compared)\n\n";
+                    " iterations compared)\n";
+  std::vector<Nanos> ref_times, rep_times;
+  for (std::size_t i = 0; i < c.iterations; ++i) {
+    if (c.reference_iteration[i] > 0 && c.replay_iteration[i] >= 0) {
+      ref_times.push_back(c.reference_iteration[i]);
+      rep_times.push_back(c.replay_iteration[i]);
+    }
+  }
+  if (!rep_times.empty()) {
+    out += "median iteration time: replay " + human_duration(percentile(rep_times, 0.5)) + ", reference " +
+           human_duration(percentile(ref_times, 0.5)) + "; median error " + signed_pct(c.iteration_pct.p50) + "\n";
+  }
+  if (c.lower_bound_ns >= 0) {
+    out += "lower bound: " + human_duration(c.lower_bound_ns) + " per iteration (" + c.lower_bound_basis + ")";
+    if (!rep_times.empty()) out += "; the fastest replayed iteration took " + human_duration(percentile(rep_times, 0));
+    out += "\n";
+  }
+  out += "\n";
   TextTable t({"error (replay - reference)", "n", "mean", "p50", "p95", "p99", "max |e|"});
   const auto add_pct = [&t](const std::string& what, const ErrorStats& s) {
     if (s.n == 0) return;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <queue>
 #include <stdexcept>
+#include <utility>
 
 namespace tw {
 namespace {
@@ -18,10 +20,109 @@ struct Event {
   bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
 
+// The messages in flight and their rates: every rank's egress and ingress is
+// shared max-min fairly (progressive filling) among the messages crossing it, and
+// rates are worked out again whenever a message starts or ends. A message whose
+// rate does not change keeps its anchor, so one message alone ends exactly
+// transfer_time() after it began, as the lower bound assumes.
+class Network {
+ public:
+  struct Transfer {
+    OpIndex op;
+    std::uint32_t iteration;
+    RankId src, dst;
+    std::size_t entry;  // its SimOpTiming
+    double bits_left;  // at `since`
+    Nanos since;
+    double bps = 0;
+    Nanos done = 0;
+  };
+
+  explicit Network(RankLinks links) : links_(std::move(links)) {}
+
+  bool empty() const { return active_.empty(); }
+  Nanos next_done() const {
+    Nanos t = std::numeric_limits<Nanos>::max();
+    for (const Transfer& x : active_) t = std::min(t, x.done);
+    return t;
+  }
+
+  void start(const Transfer& t, Nanos now) {
+    active_.push_back(t);
+    reallocate(now);
+  }
+
+  // Removes and returns the transfers done at `now`.
+  std::vector<Transfer> finish(Nanos now) {
+    std::vector<Transfer> done;
+    for (std::size_t i = 0; i < active_.size();) {
+      if (active_[i].done <= now) {
+        done.push_back(active_[i]);
+        active_[i] = active_.back();
+        active_.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    reallocate(now);
+    return done;
+  }
+
+ private:
+  void reallocate(Nanos now) {
+    const std::size_t n = links_.size();
+    // Links 0..n-1 are egress, n..2n-1 ingress.
+    std::vector<double> left(2 * n);
+    for (std::size_t r = 0; r < n; ++r) left[r] = links_[r].egress_bps, left[n + r] = links_[r].ingress_bps;
+    std::vector<double> rate(active_.size(), 0);
+    std::vector<bool> frozen(active_.size(), false);
+    std::size_t unfrozen = active_.size();
+    while (unfrozen > 0) {
+      std::vector<std::size_t> users(2 * n, 0);
+      for (std::size_t i = 0; i < active_.size(); ++i) {
+        if (frozen[i]) continue;
+        ++users[active_[i].src];
+        ++users[n + active_[i].dst];
+      }
+      double inc = std::numeric_limits<double>::infinity();
+      for (std::size_t l = 0; l < 2 * n; ++l) {
+        if (users[l] > 0) inc = std::min(inc, std::max(0.0, left[l]) / static_cast<double>(users[l]));
+      }
+      std::vector<bool> full(2 * n, false);
+      for (std::size_t l = 0; l < 2 * n; ++l) full[l] = users[l] > 0 && std::max(0.0, left[l]) / static_cast<double>(users[l]) <= inc;
+      for (std::size_t i = 0; i < active_.size(); ++i) {
+        if (frozen[i]) continue;
+        rate[i] += inc;
+        left[active_[i].src] -= inc;
+        left[n + active_[i].dst] -= inc;
+      }
+      for (std::size_t i = 0; i < active_.size(); ++i) {
+        if (!frozen[i] && (full[active_[i].src] || full[n + active_[i].dst])) frozen[i] = true, --unfrozen;
+      }
+    }
+    for (std::size_t i = 0; i < active_.size(); ++i) {
+      Transfer& t = active_[i];
+      if (rate[i] == t.bps) continue;
+      if (now > t.since) t.bits_left = std::max(0.0, t.bits_left - t.bps * static_cast<double>(now - t.since) / 1e9);
+      t.since = std::max(t.since, now);
+      t.bps = rate[i];
+      t.done = t.bits_left <= 0 ? t.since
+               : t.bps > 0      ? t.since + static_cast<Nanos>(std::ceil(t.bits_left * 1e9 / t.bps))
+                                : std::numeric_limits<Nanos>::max();
+    }
+  }
+
+  RankLinks links_;
+  std::vector<Transfer> active_;
+};
+
 }  // namespace
 
 SimResult simulate(const Profile& p, const SimOptions& o) {
   const std::size_t n = p.ranks.size();
+  if (!o.links.empty() && o.links.size() != n) {
+    throw std::invalid_argument("simulation: " + std::to_string(o.links.size()) + " links for " + std::to_string(n) + " ranks");
+  }
   std::vector<Executor> ranks;
   ranks.reserve(n);
   for (std::size_t r = 0; r < n; ++r) {
@@ -31,12 +132,10 @@ SimResult simulate(const Profile& p, const SimOptions& o) {
   }
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   std::uint64_t seq = 0;
-  std::vector<Nanos> egress_free(n, 0), ingress_free(n, 0);
+  Network net(o.links.empty() ? uniform_links(n, o.link_bps) : o.links);
   std::vector<Nanos> wake_pending(n, -1);
   SimResult result;
   result.rank_iterations.resize(n);
-  // Index of each in-flight op instance's timing entry, to fill in its end.
-  std::vector<std::size_t> open_entry(p.ops.size(), 0);
 
   const auto drain = [&](RankId r, Nanos now) {
     Executor& ex = ranks[r];
@@ -44,19 +143,13 @@ SimResult simulate(const Profile& p, const SimOptions& o) {
     while (ex.next_action(a)) {
       const Op& op = p.ops[a.op];
       const Nanos start = std::max(now, a.at);
-      open_entry[a.op] = result.ops.size();
       if (a.kind == Action::Kind::compute) {
         result.ops.push_back({a.op, a.iteration, a.at, start, start + a.duration, -1});
         events.push({start + a.duration, seq++, Event::Kind::compute_done, r, a.op, a.iteration});
       } else {
         const RankId dst = p.flows[op.flow].dst;
-        const Nanos begin = std::max({start, egress_free[r], ingress_free[dst]});
-        const auto transfer = static_cast<Nanos>(std::ceil(static_cast<double>(op.bytes) * 8e9 / o.link_bps));
-        const Nanos end = begin + transfer;
-        egress_free[r] = ingress_free[dst] = end;
-        result.ops.push_back({a.op, a.iteration, a.at, start, end, end + o.latency});
-        events.push({end, seq++, Event::Kind::send_done, r, a.op, a.iteration});
-        events.push({end + o.latency, seq++, Event::Kind::received, dst, a.op, a.iteration});
+        result.ops.push_back({a.op, a.iteration, a.at, start, -1, -1});
+        net.start({a.op, a.iteration, r, dst, result.ops.size() - 1, static_cast<double>(op.bytes) * 8.0, start, 0, 0}, now);
       }
     }
     if (const auto wake = ex.next_wake(); wake && wake_pending[r] != *wake) {
@@ -71,7 +164,18 @@ SimResult simulate(const Profile& p, const SimOptions& o) {
     ranks[r].start(0);
     drain(static_cast<RankId>(r), 0);
   }
-  while (!events.empty()) {
+  while (!events.empty() || !net.empty()) {
+    if (!net.empty() && (events.empty() || net.next_done() <= events.top().at)) {
+      const Nanos now = net.next_done();
+      if (now == std::numeric_limits<Nanos>::max()) break;  // a link of rate 0: stalled, reported below
+      for (const Network::Transfer& t : net.finish(now)) {
+        result.ops[t.entry].end = now;
+        result.ops[t.entry].received = now + o.latency;
+        events.push({now, seq++, Event::Kind::send_done, t.src, t.op, t.iteration});
+        events.push({now + o.latency, seq++, Event::Kind::received, t.dst, t.op, t.iteration});
+      }
+      continue;
+    }
     const Event e = events.top();
     events.pop();
     Executor& ex = ranks[e.rank];
@@ -108,6 +212,46 @@ std::vector<Nanos> SimResult::iteration_times() const {
     prev = end;
   }
   return out;
+}
+
+Timeline timeline_from_simulation(const Profile& p, const SimResult& sim, std::string source) {
+  Timeline t;
+  t.source = std::move(source);
+  const std::size_t n = sim.iteration_end.size();
+  t.iterations = n;
+  std::vector<Nanos> start(n, std::numeric_limits<Nanos>::max()), end(n, 0);
+  t.rank_iteration.assign(p.ranks.size(), std::vector<Nanos>(n, -1));
+  for (std::size_t r = 0; r < sim.rank_iterations.size() && r < p.ranks.size(); ++r) {
+    for (const auto& it : sim.rank_iterations[r]) {
+      if (it.iteration >= n) continue;
+      start[it.iteration] = std::min(start[it.iteration], it.start);
+      end[it.iteration] = std::max(end[it.iteration], it.end);
+      t.rank_iteration[r][it.iteration] = it.end - it.start;
+    }
+  }
+  t.iteration.assign(n, -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (start[i] != std::numeric_limits<Nanos>::max()) t.iteration[i] = end[i] - start[i];
+  }
+  t.ops.assign(p.ops.size(), std::vector<Instance>(n));
+  t.flow_bytes.assign(p.flows.size(), 0);
+  t.flow_busy.assign(p.flows.size(), 0);
+  // A flow is busy from a message's ready to its arrival; the simulator keeps a
+  // flow's messages in order, so its busy spans never overlap but may touch.
+  std::vector<Nanos> busy_until(p.flows.size(), -1);
+  for (const SimOpTiming& x : sim.ops) {
+    if (x.op >= p.ops.size() || x.iteration >= n || start[x.iteration] == std::numeric_limits<Nanos>::max()) continue;
+    const Op& op = p.ops[x.op];
+    const Nanos base = start[x.iteration];
+    const bool send = op.type == OpType::send;
+    t.ops[x.op][x.iteration] = {x.start - base, (send ? x.received : x.end) - base};
+    if (!send) continue;
+    t.flow_bytes[op.flow] += op.bytes;
+    const Nanos from = std::max(x.start, busy_until[op.flow]);
+    if (x.received > from) t.flow_busy[op.flow] += x.received - from;
+    busy_until[op.flow] = std::max(busy_until[op.flow], x.received);
+  }
+  return t;
 }
 
 OpenLoopPlan open_loop_plan(const Profile& p, double link_bps) {

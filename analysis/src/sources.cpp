@@ -1,11 +1,14 @@
 #include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/analysis/sources.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "tensorwire/analysis/link_rates.hpp"
+#include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
 
@@ -35,6 +38,40 @@ std::vector<std::vector<Record>> load_run_records(const std::string& dir, const 
   return ranks;
 }
 
+namespace {
+
+ReplaySettings read_settings(const std::string& dir, const nlohmann::json& run, std::size_t ranks, double time_scale) {
+  ReplaySettings s;
+  const auto back = [time_scale](Nanos x) { return static_cast<Nanos>(static_cast<double>(x) / time_scale); };
+  std::string file = run_dir::run_file(dir);
+  try {
+    if (run.is_object() && run.contains("settings") && run["settings"].is_object()) {
+      const nlohmann::json& x = run["settings"];
+      s.open_loop = x.value("open_loop", false);
+      s.open_loop_period = back(x.value("open_loop_period_ns", Nanos{0}));
+      for (Nanos o : x.value("open_loop_offsets_ns", std::vector<Nanos>{})) s.open_loop_offsets.push_back(back(o));
+      s.delay = back(x.value("delay_ns", Nanos{0}));
+    }
+    for (std::size_t r = 0; r < ranks; ++r) {
+      file = run_dir::summary_file(dir, static_cast<RankId>(r));
+      std::ifstream in(file);
+      const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+      if (!in || j.is_discarded() || !j.contains("options") || !j["options"].is_object()) continue;
+      const nlohmann::json& o = j["options"];
+      s.open_loop = s.open_loop || o.value("open_loop", false);
+      if (r == 0 && !run.is_object()) s.delay = back(o.value("delay_ns", Nanos{0}));
+      const double f = o.value("slowdown", 1.0);
+      if (f != 1.0 && s.slowdown.empty()) s.slowdown.assign(ranks, 1.0);
+      if (!s.slowdown.empty()) s.slowdown[r] = f;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(file + ": " + e.what());
+  }
+  return s;
+}
+
+}  // namespace
+
 LoadedRun load_run(const std::string& dir) {
   if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": not a run directory");
   LoadedRun run;
@@ -45,13 +82,17 @@ LoadedRun load_run(const std::string& dir) {
   // A time-dilated run is compared at the original's speed.
   std::ifstream rj(run_dir::run_file(dir));
   const nlohmann::json j = nlohmann::json::parse(rj, nullptr, false);
+  double k = 1;
   if (rj && !j.is_discarded() && j.contains("time_scale") && j["time_scale"].is_number()) {
-    const double k = j["time_scale"].get<double>();
+    k = j["time_scale"].get<double>();
     if (k > 0 && k != 1) {
       scale_timeline(run.timeline, 1.0 / k);
       run.timeline.source += " (time-scaled x" + nlohmann::json(k).dump() + ", scaled back)";
+    } else {
+      k = 1;
     }
   }
+  run.settings = read_settings(dir, rj && !j.is_discarded() ? j : nlohmann::json(), run.profile.ranks.size(), k);
   return run;
 }
 
@@ -77,17 +118,57 @@ CompareResult compare_with_profile(const Profile& original, const LoadedRun& rep
     r.comparison = compare_timelines(original, timeline_from_observed(original), replay.timeline);
     return r;
   }
-  // No observed timings: the plan. The link rate is the fastest flow's rate in the replay.
-  double rate = 0;
-  for (std::size_t f = 0; f < original.flows.size(); ++f) rate = std::max(rate, flow_rate_bps(replay.timeline, static_cast<FlowIndex>(f)));
-  Nanos bound = -1;
-  if (rate > 0) {
-    const LowerBound lb = lower_bound(original, compute_stats(original), rate);
-    bound = lb.iteration;
-    r.note = "iteration time against the profile's lower bound " + human_duration(bound) + " at the measured link rate " +
-             human_rate(rate) + " (" + lb.limited_by + "); op starts against their planned starts";
+  // No observed timings: the reference is the timing model, the profile simulated
+  // with each rank's link at the rate it achieved in this replay; the lower bound
+  // takes each rank's fastest rate, so no iteration of this replay can beat it.
+  const ReplaySettings& rs = replay.settings;
+  const MeasuredLinks links = measure_links(original, replay.timeline, rs.delay);
+  if (!links.known || replay.timeline.iterations == 0) {
+    r.comparison = compare_timelines(original, timeline_from_plan(replay.timeline, -1), replay.timeline);
+    r.note = "the replay timed no message, so there is no link rate to model it at: op starts against their planned starts only";
+    return r;
   }
-  r.comparison = compare_timelines(original, timeline_from_plan(replay.timeline, bound), replay.timeline);
+  Profile model = original;
+  model.iterations = replay.timeline.iterations;
+  model.observed.reset();
+  SimOptions o;
+  o.links = links.busy;
+  o.latency = rs.delay;
+  if (rs.slowdown.size() == original.ranks.size()) o.slowdown = rs.slowdown;
+  // An open-loop replay is modelled open loop, on the plan its agents were given:
+  // the offsets run.json lists, else the planned starts the agents recorded in
+  // the first iteration (run.json keeps only the period).
+  std::vector<Nanos> offsets = rs.open_loop_offsets;
+  const std::size_t n = replay.timeline.iterations;
+  if (offsets.empty() && replay.timeline.planned.size() == original.ops.size() * n) {
+    for (std::size_t op = 0; op < original.ops.size(); ++op) offsets.push_back(std::max<Nanos>(0, replay.timeline.planned[op * n]));
+  }
+  const bool open_plan = rs.open_loop && rs.open_loop_period > 0 && offsets.size() == original.ops.size();
+  if (open_plan) {
+    o.executor.open_loop = true;
+    o.executor.period = rs.open_loop_period;
+    o.executor.offsets = std::move(offsets);
+  }
+  const std::string rates = links_summary(links.busy);
+  const Timeline reference = timeline_from_simulation(
+      model, simulate(model, o), std::string(open_plan ? "the open-loop " : "the ") + "timing model at the replay's measured link rates (" + rates + ")");
+  r.comparison = compare_timelines(original, reference, replay.timeline);
+  LowerBound lb = lower_bound(original, compute_stats(original), links.peak, links.message);
+  if (rs.open_loop) {
+    // Open loop, sends ignore their dependencies and compute is not run: only a
+    // rank's bytes over its link bound an iteration.
+    lb.iteration = std::max(lb.max_egress, lb.max_ingress);
+    lb.limited_by = lb.max_egress >= lb.max_ingress ? "egress of rank " + std::to_string(lb.egress_rank)
+                                                    : "ingress of rank " + std::to_string(lb.ingress_rank);
+  }
+  r.comparison.lower_bound_ns = lb.iteration;
+  r.comparison.lower_bound_basis = lb.limited_by + "; a rank's bytes at its fastest iteration's rate, " + links_summary(links.peak) +
+                                   (rs.open_loop ? "" : ", each message at its ranks' fastest message's, " + links_summary(links.message));
+  r.note =
+      "the timing model simulates the profile with each rank's link at the rate its messages achieved together while in flight "
+      "(on loopback a rank has no link of its own: the rate is its flows' aggregate, and the model shares it among them)";
+  if (rs.open_loop && !open_plan) r.note += "; the run was open loop, but its plan is not in its directory: the model runs closed loop";
+  r.note += "; the lower bound takes the fastest rates the replay reached instead, so no iteration of it can beat the bound";
   return r;
 }
 

@@ -3,11 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <unordered_set>
 
 #include "tensorwire/core/dag.hpp"
 
 namespace tw {
+
+Nanos message_time(const Profile& p, const RankLinks& links, const Op& send) {
+  const Flow& f = p.flows[send.flow];
+  return transfer_time(send.bytes, std::min(links[f.src].egress_bps, links[f.dst].ingress_bps));
+}
 
 ProfileStats compute_stats(const Profile& p) {
   ProfileStats s;
@@ -38,17 +44,51 @@ ProfileStats compute_stats(const Profile& p) {
 }
 
 Nanos transfer_time(Bytes bytes, double link_bps) {
+  if (bytes == 0) return 0;
   return static_cast<Nanos>(std::ceil(static_cast<double>(bytes) * 8.0 * 1e9 / link_bps));
 }
 
+RankLinks uniform_links(std::size_t ranks, double bps) { return RankLinks(ranks, RankLink{bps, bps}); }
+
 LowerBound lower_bound(const Profile& p, const ProfileStats& s, double link_bps) {
-  LowerBound b;
+  LowerBound b = lower_bound(p, s, uniform_links(p.ranks.size(), link_bps));
   b.link_bps = link_bps;
+  return b;
+}
+
+namespace {
+
+void check_links(const Profile& p, const ProfileStats& s, const RankLinks& links) {
+  if (links.size() != p.ranks.size() || s.ranks.size() != p.ranks.size()) {
+    throw std::invalid_argument("lower bound: " + std::to_string(links.size()) + " links for " + std::to_string(p.ranks.size()) + " ranks");
+  }
+  for (std::size_t r = 0; r < links.size(); ++r) {
+    if ((s.ranks[r].sent > 0 && !(links[r].egress_bps > 0)) || (s.ranks[r].received > 0 && !(links[r].ingress_bps > 0))) {
+      throw std::invalid_argument("lower bound: rank " + std::to_string(r) + " moves bytes but has no link rate");
+    }
+  }
+}
+
+}  // namespace
+
+LowerBound lower_bound(const Profile& p, const ProfileStats& s, const RankLinks& links) { return lower_bound(p, s, links, links); }
+
+LowerBound lower_bound(const Profile& p, const ProfileStats& s, const RankLinks& totals, const RankLinks& messages) {
+  check_links(p, s, totals);
+  check_links(p, s, messages);
+  const RankLinks& links = messages;
+  LowerBound b;
+  b.link_bps = totals.empty() ? 0 : totals[0].egress_bps;
+  for (const RankLinks* set : {&totals, &messages}) {
+    for (const RankLink& l : *set) {
+      if (l.egress_bps != b.link_bps || l.ingress_bps != b.link_bps) b.link_bps = 0;
+    }
+  }
   for (std::size_t r = 0; r < s.ranks.size(); ++r) {
     const auto rank = static_cast<RankId>(r);
     if (s.ranks[r].compute > b.max_compute) b.max_compute = s.ranks[r].compute, b.compute_rank = rank;
-    const Nanos out = transfer_time(s.ranks[r].sent, link_bps);
-    const Nanos in = transfer_time(s.ranks[r].received, link_bps);
+    const Nanos out = transfer_time(s.ranks[r].sent, totals[r].egress_bps);
+    const Nanos in = transfer_time(s.ranks[r].received, totals[r].ingress_bps);
     if (out > b.max_egress) b.max_egress = out, b.egress_rank = rank;
     if (in > b.max_ingress) b.max_ingress = in, b.ingress_rank = rank;
   }
@@ -69,7 +109,7 @@ LowerBound lower_bound(const Profile& p, const ProfileStats& s, double link_bps)
       }
     }
     const Op& op = p.ops[v];
-    finish[v] = start + op.gap + (op.type == OpType::compute ? op.duration : transfer_time(op.bytes, link_bps));
+    finish[v] = start + op.gap + (op.type == OpType::compute ? op.duration : message_time(p, links, op));
     if (finish[v] > b.critical_path) {
       b.critical_path = finish[v];
       last = v;

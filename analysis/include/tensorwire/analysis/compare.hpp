@@ -48,6 +48,10 @@ struct Comparison {
   std::vector<MessageError> worst_messages;  // by |error|, at most 10
   std::vector<FlowError> flows;  // worst first
   std::vector<EdgeDrift> drifted_edges;  // by |drift|, at most 10
+  // When the reference is a model (a profile without observed timings): the
+  // fastest any iteration could be, and what it is limited by; -1 otherwise.
+  Nanos lower_bound_ns = -1;
+  std::string lower_bound_basis;
   double median_iteration_error_pct() const { return iteration_pct.p50; }
 };
 

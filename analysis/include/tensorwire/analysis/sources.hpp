@@ -20,14 +20,26 @@ std::string run_profile_path(const std::string& dir);
 // std::runtime_error naming the rank whose records are missing or unreadable.
 std::vector<std::vector<Record>> load_run_records(const std::string& dir, const Profile& profile);
 
+// What the agents were asked to do beyond the profile (run.json's settings, each
+// rank-R.json's options), at the original's speed when the run was time-scaled.
+struct ReplaySettings {
+  bool open_loop = false;
+  Nanos open_loop_period = 0;  // 0: not recorded
+  std::vector<Nanos> open_loop_offsets;  // per op; empty: not recorded
+  Nanos delay = 0;  // emulated one-way latency of every message
+  std::vector<double> slowdown;  // per rank; empty: none
+};
+
 struct LoadedRun {
   std::string dir;
   Profile profile;  // the profile the run replayed
   Timeline timeline;
+  ReplaySettings settings;
 };
 
-// A run directory: its profile (run_profile_path) and every rank's records as a
-// timeline. Throws std::runtime_error naming what is missing.
+// A run directory: its profile (run_profile_path), every rank's records as a
+// timeline and its settings. Throws std::runtime_error naming what is missing or
+// which file is malformed.
 LoadedRun load_run(const std::string& dir);
 
 struct CompareResult {
@@ -36,9 +48,9 @@ struct CompareResult {
   std::string note;  // how the reference was made, when it is the plan
 };
 
-// ORIGINAL is a run directory or a profile (with observed timings, or else its
-// plan is the reference: planned op starts, and the lower bound at the link rate
-// the replay measured).
+// ORIGINAL is a run directory or a profile (with observed timings, or else the
+// reference is the timing model: the profile simulated at the per-rank link rates
+// the replay measured, with the lower bound at each rank's fastest rate beside it).
 CompareResult compare_original(const std::string& original, const std::string& replay_dir);
 
 // The same with the replay already loaded and the original a profile in memory.

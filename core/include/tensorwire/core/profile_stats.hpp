@@ -36,15 +36,27 @@ struct ProfileStats {
 
 ProfileStats compute_stats(const Profile& profile);
 
-// A lower bound on the iteration time when every rank has a full-duplex link of
-// `link_bps` and nothing else costs time: the largest of the critical path of the
-// DAG (sends take bytes/rate), any rank's total compute, and any rank's bytes out
-// or in over its link. With the iteration barrier the run takes at least
+// One rank's link, bits per second each way. On a real network it is the rank's
+// NIC; on loopback there is no per-rank wire, and the rates that matter are what a
+// rank's flows achieved together (see analysis/link_rates.hpp).
+struct RankLink {
+  double egress_bps = 0;
+  double ingress_bps = 0;
+};
+using RankLinks = std::vector<RankLink>;  // [rank]
+
+RankLinks uniform_links(std::size_t ranks, double bps);
+
+// A lower bound on the iteration time when every rank has a full-duplex link
+// (egress and ingress rates of its own) and nothing else costs time: the largest of
+// the critical path of the DAG (a send takes bytes over the slower of its sender's
+// egress and its receiver's ingress), any rank's total compute, and any rank's
+// bytes out or in over its link. With the iteration barrier the run takes at least
 // iterations x the iteration bound; without it, iterations may overlap, and the
 // run bound is iterations x the largest per-rank resource total (or one critical
 // path, if longer).
 struct LowerBound {
-  double link_bps = 0;
+  double link_bps = 0;  // the rate of every link; 0 when they differ
   Nanos iteration = 0;
   Nanos run = 0;
   Nanos critical_path = 0;
@@ -56,11 +68,26 @@ struct LowerBound {
   std::vector<OpIndex> critical_ops;  // the critical path, first op first
 };
 
-// Time to put `bytes` on a link of `link_bps`, rounded up to whole nanoseconds.
+// Time to put `bytes` on a link of `link_bps`, rounded up to whole nanoseconds (0
+// for no bytes, whatever the rate).
 Nanos transfer_time(Bytes bytes, double link_bps);
+
+// How long `send` (a send op of `profile`) occupies the network: its bytes over the
+// slower of its sender's egress and its receiver's ingress.
+Nanos message_time(const Profile& profile, const RankLinks& links, const Op& send);
 
 // Requires a valid profile (acyclic). link_bps must be > 0.
 LowerBound lower_bound(const Profile& profile, const ProfileStats& stats, double link_bps);
+
+// The same with a link per rank. Throws std::invalid_argument when `links` does not
+// have one entry per rank or a rank that sends (receives) has no egress (ingress) rate.
+LowerBound lower_bound(const Profile& profile, const ProfileStats& stats, const RankLinks& links);
+
+// The same with a rank's bytes taken at `totals` and each message on the critical
+// path at `messages`: a bound on a measured run holds when `totals` are the
+// fastest rates a rank's bytes moved at and `messages` the fastest any one
+// message did, which are different rates wherever flows run side by side.
+LowerBound lower_bound(const Profile& profile, const ProfileStats& stats, const RankLinks& totals, const RankLinks& messages);
 
 nlohmann::json stats_json(const Profile& profile, const ProfileStats& stats, const LowerBound& bound);
 
