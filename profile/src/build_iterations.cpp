@@ -17,10 +17,20 @@ namespace tw::build {
 
 namespace {
 
+Nanos median(std::vector<Nanos> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
 constexpr std::size_t kMaxPeriodCandidates = 4096;  // message starts tried as the period's end
 constexpr std::size_t kAnchors = 6;        // idlest messages of the second half tried as an iteration's start
 constexpr std::size_t kSampledPeriods = 64;  // multiples of a period checked for a call start
 constexpr double kRecurShare = 0.8;
+constexpr double kIdleRatio = 2.0;   // a cut's idle gap against the other messages'
+constexpr double kLongerNeeds = 2.0;  // a longer period replaces a shorter one only with this much more contrast
+constexpr std::size_t kGapSamples = 256;
 
 // Per message of one direction (stream order): its piece, or kNoIteration before
 // the steady part; empty when the stream shows no period.
@@ -31,8 +41,9 @@ constexpr double kRecurShare = 0.8;
 // order of transfers inside an iteration may change (Gloo runs two collectives at
 // once), so only the iteration's first write recurs. Anchors are the messages
 // after the longest idle gaps (where an iteration starts after compute); the
-// period is the smallest start distance after an anchor at which most multiples
-// land on a call start.
+// period is a start distance after an anchor at which most multiples land on a
+// call start, at messages that waited at least twice as long as the others (the
+// compute between iterations): the clearest such contrast, shorter first.
 std::vector<std::int64_t> cut_direction(const CaptureAnalysis& a, const std::vector<std::size_t>& msgs,
                                         const std::vector<std::uint64_t>& calls) {
   const std::size_t n = msgs.size();
@@ -53,26 +64,52 @@ std::vector<std::int64_t> cut_direction(const CaptureAnalysis& a, const std::vec
                     [&](std::size_t x, std::size_t y) { return gap[x] > gap[y]; });
   anchors.resize(na);
   std::uint64_t best_p = 0, best_base = 0;
+  double best_contrast = 0;
   for (std::size_t an : anchors) {
     const std::uint64_t base = start[an];
     for (std::size_t j = an + 1; j < n && j <= an + kMaxPeriodCandidates; ++j) {
       const std::uint64_t p = start[j] - base;
       if (p == 0) continue;
-      if (best_p != 0 && p >= best_p) break;
       // Multiples of p from the first quarter to the end, at most kSampledPeriods of them.
       const std::int64_t k_lo = -static_cast<std::int64_t>((base - from) / p);
       const std::int64_t k_hi = static_cast<std::int64_t>((last - base) / p);
       if (k_hi - k_lo < 3) break;  // fewer than four iterations: no period to speak of
-      const std::int64_t step = std::max<std::int64_t>(1, (k_hi - k_lo) / static_cast<std::int64_t>(kSampledPeriods));
+      // Multiples picked scattered over the range: an even stride could land on
+      // multiples of the true period only and make a part of it look whole.
+      const std::uint64_t range = static_cast<std::uint64_t>(k_hi - k_lo) + 1;
+      std::vector<std::int64_t> ks;
+      for (std::uint64_t t = 0; t < std::min<std::uint64_t>(range, kSampledPeriods); ++t) {
+        ks.push_back(k_lo + static_cast<std::int64_t>(range <= kSampledPeriods ? t : (t * 2654435761ULL + 12345) % range));
+      }
       std::size_t tried = 0, hit = 0;
-      for (std::int64_t k = k_lo; k <= k_hi; k += step) {
+      for (std::int64_t k : ks) {
         ++tried;
         hit += has_call(static_cast<std::uint64_t>(static_cast<std::int64_t>(base) + k * static_cast<std::int64_t>(p)));
       }
-      if (static_cast<double>(hit) >= kRecurShare * static_cast<double>(tried)) {
-        best_p = p, best_base = base;
-        break;
+      if (static_cast<double>(hit) < kRecurShare * static_cast<double>(tried)) continue;
+      // The cuts must fall where the connection is idle, clearly more than
+      // between the other messages: on a stream of equal transfers every multiple
+      // of one transfer recurs. Of the periods that recur, the one with the
+      // clearest contrast wins; a longer one must be clearly better.
+      std::vector<Nanos> at_cuts, between;
+      for (std::int64_t k : ks) {
+        const std::uint64_t o = static_cast<std::uint64_t>(static_cast<std::int64_t>(base) + k * static_cast<std::int64_t>(p));
+        const auto m = std::lower_bound(start.begin(), start.end(), o);
+        if (m != start.end() && *m == o) at_cuts.push_back(gap[static_cast<std::size_t>(m - start.begin())]);
       }
+      for (std::size_t t = 0; t < std::min(n - quarter, kGapSamples); ++t) {
+        const std::size_t i = quarter + (n - quarter <= kGapSamples ? t : (t * 2654435761ULL + 777) % (n - quarter));
+        const std::uint64_t d = start[i] >= base ? start[i] - base : base - start[i];
+        if (d % p != 0) between.push_back(gap[i]);
+      }
+      if (at_cuts.empty()) continue;
+      // Most cuts, not half of them: a half period cuts every other time at the idle gap.
+      std::sort(at_cuts.begin(), at_cuts.end());
+      const double cut = static_cast<double>(at_cuts[at_cuts.size() / 4]);
+      // One message per period: nothing to contrast with; it stands if nothing better does.
+      const double contrast = between.empty() ? kIdleRatio : cut / static_cast<double>(std::max<Nanos>(1, median(between)));
+      if (contrast < kIdleRatio) continue;
+      if (best_p == 0 || contrast > kLongerNeeds * best_contrast) best_p = p, best_base = base, best_contrast = contrast;
     }
   }
   if (best_p == 0) return {};
