@@ -67,10 +67,11 @@ void add_compare_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<CompareArgs>();
   CLI::App* c = app.add_subcommand("compare", "Hold a replay against its original: iteration, message, flow and dependency timing");
   c->footer(
-      "ORIGINAL is a capture directory (the profile the run replayed is built from it again), a profile\n"
-      "with observed timings (one that `profile build` wrote), another run directory, or a profile without them (then\n"
-      "the reference is the profile's plan: each op's planned start, and the iteration time's lower bound\n"
-      "at the link rate the replay measured). Errors are replay minus reference.");
+      "ORIGINAL is a capture directory (the profile the run replayed is built from it again, with the options its\n"
+      "metadata.generator names), a profile with observed timings (one that `profile build` wrote), another run\n"
+      "directory, or a synthesised profile (then the reference is the timing model: the profile simulated at the\n"
+      "rates each rank's link reached in the replay, and the lower bound no replay can beat is printed apart).\n"
+      "Errors are replay minus reference.");
   c->add_option("original", a->original, "Capture directory, profile (YAML) or run directory")->required();
   c->add_option("replay", a->replay, "Run directory of the replay")->required();
   c->add_flag("--json", a->json, "Machine-readable output");
