@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -294,6 +295,21 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
     p.flows.push_back({rank_name(dirs[d].src) + "-" + rank_name(dirs[d].dst) + (n > 1 ? "#" + std::to_string(n) : ""), dirs[d].src, dirs[d].dst});
   }
 
+  // When each message's last byte was there to be read. A job reads when it asks
+  // (a pipeline stage calls recv once it is ready for the next micro-batch), the
+  // replay's agents read at once; so a receipt is the last byte's arrival: its send
+  // (or its last segment on the wire) plus the connection's fastest delivery,
+  // and never later than the read that returned it.
+  std::vector<Nanos> delivery(a.connections.size(), std::numeric_limits<Nanos>::max());
+  const auto left = [](const Message& m) { return m.wire_last >= 0 ? m.wire_last : m.sent_app; };
+  for (const Message& m : a.messages) {
+    if (m.recv_last >= 0) delivery[m.connection] = std::min(delivery[m.connection], std::max<Nanos>(0, m.recv_last - left(m)));
+  }
+  const auto arrival = [&](const Message& m) {
+    if (m.recv_last < 0) return Nanos{-1};
+    return std::min(m.recv_last, std::max(m.sent_app, left(m) + delivery[m.connection]));
+  };
+
   // One send per message position; its instances in the used iterations.
   std::vector<build::SendTimes> sends;
   std::vector<std::pair<FlowIndex, std::size_t>> send_at;  // (flow, position)
@@ -310,7 +326,7 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
         const Message* m = j < v.size() ? &a.messages[v[j]] : nullptr;
         s.ready.push_back(m ? m->ready : -1);
         s.sent.push_back(m ? m->sent_app : -1);
-        s.received.push_back(m ? m->recv_last : -1);
+        s.received.push_back(m ? arrival(*m) : -1);
         if (m) b.push_back(static_cast<Nanos>(m->end - m->begin));
       }
       sends.push_back(std::move(s));
@@ -332,7 +348,7 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
       auto& f = firsts.try_emplace(n, std::vector<Nanos>(R, -1)).first->second;
       const Message& x = a.messages[m];
       e[dirs[d].src] = std::max(e[dirs[d].src], x.sent_app);
-      if (x.recv_last >= 0) e[dirs[d].dst] = std::max(e[dirs[d].dst], x.recv_last);
+      if (x.recv_last >= 0) e[dirs[d].dst] = std::max(e[dirs[d].dst], arrival(x));
       if (f[dirs[d].src] < 0 || x.ready < f[dirs[d].src]) f[dirs[d].src] = x.ready;
     }
   }
