@@ -323,3 +323,35 @@ TEST(ProfileBuild, BuildCommandIsReadBackFromTheGenerator) {
 
 }  // namespace
 }  // namespace tw
+
+namespace tw {
+namespace {
+
+TEST(ProfileBuild, HostClocksAlignedFromTheTrafficWithTheirUncertainty) {
+  // Rank 1 on host "b", whose clock runs 5 ms ahead; 40 us one way. Its times are
+  // written as b's clock reads them.
+  HandCapture c = ping_pong(12, false);
+  const BuiltProfile one_clock = build_profile(c.input(), {});
+  c.p[1].host = "b";
+  constexpr Nanos kAhead = 5 * kMilli;
+  for (auto& e : c.p[1].io) e.enter_ns += kAhead, e.exit_ns += kAhead;
+  const BuiltProfile b = build_profile(c.input(), {});
+  ASSERT_EQ(b.report.clocks.size(), 2u);
+  EXPECT_EQ(b.report.clocks[0].host, "h");
+  EXPECT_EQ(b.report.clocks[0].offset, 0);
+  const auto& other = b.report.clocks[1];
+  EXPECT_EQ(other.host, "b");
+  ASSERT_GE(other.uncertainty, 0);
+  // The truth lies within the bound printed, and the bound is one latency wide.
+  EXPECT_LE(std::llabs(other.offset - kAhead), other.uncertainty);
+  EXPECT_LE(other.uncertainty, 60 * kMicro);
+  // The profile does not see the skew: iteration times as on one clock, to within the bound.
+  ASSERT_EQ(b.profile.observed->iterations.size(), one_clock.profile.observed->iterations.size());
+  for (std::size_t k = 0; k < b.profile.observed->iterations.size(); ++k) {
+    EXPECT_LE(std::llabs(b.profile.observed->iterations[k].duration - one_clock.profile.observed->iterations[k].duration),
+              2 * other.uncertainty);
+  }
+}
+
+}  // namespace
+}  // namespace tw
