@@ -385,6 +385,7 @@ struct OpenRendezvous {
   std::size_t message;            // index into messages
   std::uint64_t remaining;        // message bytes still to come
   std::optional<std::uint64_t> request;  // the sender's request pointer, once seen
+  std::optional<std::size_t> data;       // its data's message so far (index into messages)
 };
 
 DecodedStream decode_openmpi(const View& v, std::uint64_t end) {
@@ -421,11 +422,19 @@ DecodedStream decode_openmpi(const View& v, std::uint64_t end) {
     const std::uint64_t frag_end = o + length;
     // The ob1 header repeats the tag as its type: a cheap check that this is ob1.
     const bool ob1 = *type == kBtlSend && *tag >= kOb1Match && *tag <= kOb1Fin && *size >= 2 && v.u8(o + kBtlHeader) == *tag;
+    // A rendezvous's data is a message of its own, after its header: the sender
+    // waits for the receiver's ACK or PUT request in between, which a replay must
+    // wait for too. Fragments of it that follow each other are one message.
     auto continue_open = [&](std::size_t which, std::uint64_t payload) {
-      DecodedMessage& m = msgs[open[which].message];
-      m.end = frag_end;
-      m.bytes += length;
-      ++m.parts;
+      if (open[which].data && msgs[*open[which].data].end == o) {
+        DecodedMessage& m = msgs[*open[which].data];
+        m.end = frag_end;
+        m.bytes += length;
+        ++m.parts;
+      } else {
+        open[which].data = msgs.size();
+        msgs.push_back({o, frag_end, MessageKind::data, "mpi rendezvous data", length, 1});
+      }
       open[which].remaining -= std::min(open[which].remaining, payload);
       if (open[which].remaining == 0) open.erase(open.begin() + static_cast<std::ptrdiff_t>(which));
     };
@@ -443,7 +452,7 @@ DecodedStream decode_openmpi(const View& v, std::uint64_t end) {
           msgs.pop_back();
           break;
         }
-        open.push_back({msgs.size() - 1, *total - eager, v.le(o + kBtlHeader + 24, 8)});
+        open.push_back({msgs.size() - 1, *total - eager, v.le(o + kBtlHeader + 24, 8), std::nullopt});
       }
     } else if (ob1 && *tag == kOb1Frag) {
       const auto request = v.le(o + kBtlHeader + 16, 8);  // hdr_src_req

@@ -592,7 +592,7 @@ Bytes ob1_fin() {
   return b;
 }
 
-TEST(FramingOpenMpi, GroupsARendezvousWithItsFragmentsAsOb1Does) {
+TEST(FramingOpenMpi, ARendezvousIsItsHeaderThenItsDataAfterTheAck) {
   Sent s;
   s.call(mpi_handshake());
   s.write(btl(0x41, ob1_match(100)), 1 << 20);
@@ -601,6 +601,7 @@ TEST(FramingOpenMpi, GroupsARendezvousWithItsFragmentsAsOb1Does) {
   s.write(btl(0x42, ob1_rndv(total, eager, 0xabc0)), 65536);
   const std::uint64_t match_at = s.end();
   s.write(btl(0x41, ob1_match(50)), 65536);  // passes while the receiver's ACK is on its way
+  const std::uint64_t frag_at = s.end();
   s.write(btl(0x46, ob1_frag(eager, 0xabc0, 131040)), 65536);
   s.write(btl(0x46, ob1_frag(eager + 131040, 0xabc0, total - eager - 131040)), 65536);
   const std::uint64_t fin_at = s.end();
@@ -608,13 +609,16 @@ TEST(FramingOpenMpi, GroupsARendezvousWithItsFragmentsAsOb1Does) {
   const DecodedStream d = decode(s);
   EXPECT_EQ(d.transport, Transport::openmpi);
   EXPECT_EQ(d.note, "");
+  // The header (with its eager part) and the data that follows the receiver's ACK
+  // are two messages: the sender waited in between.
   expect_messages(d, {{0, 24, MessageKind::control, "mpi connect ack"},
                       {24, rndv_at, MessageKind::data, "mpi eager"},
-                      {rndv_at, fin_at, MessageKind::data, "mpi rendezvous"},
-                      {match_at, match_at + 8 + 14 + 50, MessageKind::data, "mpi eager"},
+                      {rndv_at, match_at, MessageKind::data, "mpi rendezvous"},
+                      {match_at, frag_at, MessageKind::data, "mpi eager"},
+                      {frag_at, fin_at, MessageKind::data, "mpi rendezvous data"},
                       {fin_at, s.end(), MessageKind::control, "mpi fin"}});
-  EXPECT_EQ(d.messages[2].parts, 3U);
-  EXPECT_EQ(d.messages[2].bytes, (fin_at - rndv_at) - (8 + 14 + 50));
+  EXPECT_EQ(d.messages[4].parts, 2U);
+  EXPECT_EQ(d.messages[4].bytes, fin_at - frag_at);
   EXPECT_EQ(d.decoded_until, s.end());
 }
 
@@ -765,7 +769,7 @@ void expect_call_spans(const Fixture& f, const DecodedStream& d, const std::vect
   expect_messages(d, want);
 }
 
-TEST(FramingReal, OpenMpi414SenderGroupsEachRendezvousWithItsPut) {
+TEST(FramingReal, OpenMpi414SenderSplitsEachRendezvousIntoHeaderAndPut) {
   // mpi4py Send of 100 B, 1 MiB, 3000 B, 300000 B, then Barrier, over
   // --mca btl tcp,self --mca pml ob1: large messages go as RNDV (header only),
   // the receiver's PUT request, the sender's BTL PUT of the data, then FIN.
@@ -777,13 +781,15 @@ TEST(FramingReal, OpenMpi414SenderGroupsEachRendezvousWithItsPut) {
   EXPECT_EQ(d.decoded_until, f.end);
   expect_call_spans(f, d, {{0, 0, MessageKind::control, "mpi connect ack"},
                            {1, 1, MessageKind::data, "mpi eager"},
-                           {2, 3, MessageKind::data, "mpi rendezvous"},
+                           {2, 2, MessageKind::data, "mpi rendezvous"},
+                           {3, 3, MessageKind::data, "mpi rendezvous data"},
                            {4, 4, MessageKind::control, "mpi fin"},
                            {5, 5, MessageKind::data, "mpi eager"},
-                           {6, 7, MessageKind::data, "mpi rendezvous"},
+                           {6, 6, MessageKind::data, "mpi rendezvous"},
+                           {7, 7, MessageKind::data, "mpi rendezvous data"},
                            {8, 8, MessageKind::control, "mpi fin"},
                            {9, 9, MessageKind::data, "mpi eager"}});
-  EXPECT_EQ(d.messages[2].end - d.messages[2].begin, 40U + 24 + (1U << 20));
+  EXPECT_EQ(d.messages[3].end - d.messages[3].begin, 24U + (1U << 20));
 
   const Fixture r = load_fixture("openmpi-4.1.4-rank1.txt");
   const DecodedStream e = decode_stream(r.samples, r.end);

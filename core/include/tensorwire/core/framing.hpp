@@ -80,16 +80,14 @@ struct DecodedMessage {
   std::uint64_t end = 0;    // one past the last byte
   MessageKind kind = MessageKind::data;
   const char* what = "";    // static label: "gloo send unbound buffer", "zmtp READY", "mpi rendezvous", ...
-  // The message's own bytes: end - begin, except for an OpenMPI rendezvous
-  // message whose fragments interleave with other messages' (then less).
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;  // end - begin
   std::uint32_t parts = 1;  // Gloo ops, ZMTP frames or BTL fragments it is made of
 };
 
 struct DecodedStream {
   Transport transport = Transport::unknown;
   // Sorted by begin. They cover [0, decoded_until) exactly, each byte in one
-  // message (OpenMPI: a rendezvous message's span may hold other messages).
+  // message.
   std::vector<DecodedMessage> messages;
   // Always a message boundary; == stream_end when the whole stream was decoded.
   std::uint64_t decoded_until = 0;
