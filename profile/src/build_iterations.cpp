@@ -29,7 +29,6 @@ constexpr std::size_t kAnchors = 6;        // idlest messages of the second half
 constexpr std::size_t kSampledPeriods = 64;  // multiples of a period checked for a call start
 constexpr double kRecurShare = 0.8;
 constexpr double kIdleRatio = 2.0;   // a cut's idle gap against the other messages'
-constexpr double kLongerNeeds = 2.0;  // a longer period replaces a shorter one only with this much more contrast
 constexpr std::size_t kGapSamples = 256;
 
 // Per message of one direction (stream order): its piece, or kNoIteration before
@@ -41,9 +40,9 @@ constexpr std::size_t kGapSamples = 256;
 // order of transfers inside an iteration may change (Gloo runs two collectives at
 // once), so only the iteration's first write recurs. Anchors are the messages
 // after the longest idle gaps (where an iteration starts after compute); the
-// period is a start distance after an anchor at which most multiples land on a
-// call start, at messages that waited at least twice as long as the others (the
-// compute between iterations): the clearest such contrast, shorter first.
+// period is the shortest start distance after an anchor at which most multiples
+// land on a call start, at messages that mostly waited at least twice as long as
+// the others (the compute between iterations).
 std::vector<std::int64_t> cut_direction(const CaptureAnalysis& a, const std::vector<std::size_t>& msgs,
                                         const std::vector<std::uint64_t>& calls) {
   const std::size_t n = msgs.size();
@@ -52,6 +51,10 @@ std::vector<std::int64_t> cut_direction(const CaptureAnalysis& a, const std::vec
   std::vector<Nanos> gap(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     start[i] = a.messages[msgs[i]].begin;
+    // The connection's own idle time before the message. (The whole rank's idle
+    // time, since any of its connections was active, tells iterations apart less
+    // well: with ranks sharing cores, a rank's other connections are busy at some
+    // iteration starts and not at others.)
     if (i > 0) gap[i] = std::max<Nanos>(0, a.messages[msgs[i]].ready - a.messages[msgs[i - 1]].sent_app);
   }
   const auto has_call = [&](std::uint64_t o) { return std::binary_search(calls.begin(), calls.end(), o); };
@@ -63,8 +66,7 @@ std::vector<std::int64_t> cut_direction(const CaptureAnalysis& a, const std::vec
   std::partial_sort(anchors.begin(), anchors.begin() + static_cast<std::ptrdiff_t>(na), anchors.end(),
                     [&](std::size_t x, std::size_t y) { return gap[x] > gap[y]; });
   anchors.resize(na);
-  std::uint64_t best_p = 0, best_base = 0;
-  double best_contrast = 0;
+  std::uint64_t best_p = 0, best_base = 0, lone_p = 0, lone_base = 0;
   for (std::size_t an : anchors) {
     const std::uint64_t base = start[an];
     for (std::size_t j = an + 1; j < n && j <= an + kMaxPeriodCandidates; ++j) {
@@ -89,8 +91,7 @@ std::vector<std::int64_t> cut_direction(const CaptureAnalysis& a, const std::vec
       if (static_cast<double>(hit) < kRecurShare * static_cast<double>(tried)) continue;
       // The cuts must fall where the connection is idle, clearly more than
       // between the other messages: on a stream of equal transfers every multiple
-      // of one transfer recurs. Of the periods that recur, the one with the
-      // clearest contrast wins; a longer one must be clearly better.
+      // of one transfer recurs.
       std::vector<Nanos> at_cuts, between;
       for (std::int64_t k : ks) {
         const std::uint64_t o = static_cast<std::uint64_t>(static_cast<std::int64_t>(base) + k * static_cast<std::int64_t>(p));
@@ -106,12 +107,20 @@ std::vector<std::int64_t> cut_direction(const CaptureAnalysis& a, const std::vec
       // Most cuts, not half of them: a half period cuts every other time at the idle gap.
       std::sort(at_cuts.begin(), at_cuts.end());
       const double cut = static_cast<double>(at_cuts[at_cuts.size() / 4]);
-      // One message per period: nothing to contrast with; it stands if nothing better does.
-      const double contrast = between.empty() ? kIdleRatio : cut / static_cast<double>(std::max<Nanos>(1, median(between)));
-      if (contrast < kIdleRatio) continue;
-      if (best_p == 0 || contrast > kLongerNeeds * best_contrast) best_p = p, best_base = base, best_contrast = contrast;
+      // One message per period: nothing to contrast with. It stands only if no
+      // longer period shows idle cuts: a stream of equal transfers has one
+      // message per any multiple of one transfer.
+      if (between.empty()) {
+        if (lone_p == 0 || p < lone_p) lone_p = p, lone_base = base;
+        continue;
+      }
+      if (cut < kIdleRatio * static_cast<double>(std::max<Nanos>(1, median(between)))) continue;
+      // The shortest period that passes: every multiple of it passes too.
+      if (best_p == 0 || p < best_p) best_p = p, best_base = base;
+      break;
     }
   }
+  if (best_p == 0) best_p = lone_p, best_base = lone_base;
   if (best_p == 0) return {};
   // The steady part begins at the earliest cut from which the cuts recur back
   // from the anchor (one missing cut is forgiven).
