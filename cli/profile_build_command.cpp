@@ -69,7 +69,7 @@ void add_profile_build_command(CLI::App& profile, Action& action) {
       ->required();
   b->add_option("--iterations", a->iterations, "A:B: use the job's iterations A to B-1 (default: the longest steady run)");
   b->add_flag("--keep-control", a->keep_control,
-              "Keep connections that are not part of the per-iteration schedule (rendezvous store, launchers, heartbeats)");
+              "Keep the connections between ranks that are not part of the per-iteration schedule (rendezvous store, heartbeats)");
   b->add_option("--compute-min-us", a->compute_min_us, "A shorter wait before a send is its gap, not a compute op")
       ->capture_default_str();
   b->add_flag("--json", a->json, "Print what was found as JSON");
