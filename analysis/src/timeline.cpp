@@ -6,6 +6,27 @@
 
 namespace tw {
 
+namespace {
+
+// The time covered by a set of intervals.
+Nanos covered(std::vector<std::pair<Nanos, Nanos>> v) {
+  std::sort(v.begin(), v.end());
+  Nanos total = 0, cur_b = 0, cur_e = -1;
+  for (const auto& [b, e] : v) {
+    if (cur_e < 0 || b > cur_e) {
+      if (cur_e >= 0) total += cur_e - cur_b;
+      cur_b = b;
+      cur_e = e;
+    } else {
+      cur_e = std::max(cur_e, e);
+    }
+  }
+  if (cur_e >= 0) total += cur_e - cur_b;
+  return total;
+}
+
+}  // namespace
+
 Timeline timeline_from_records(const Profile& p, const std::vector<std::vector<Record>>& ranks, std::string source) {
   Timeline t;
   t.source = std::move(source);
@@ -79,22 +100,7 @@ Timeline timeline_from_records(const Profile& p, const std::vector<std::vector<R
       }
     }
   }
-  for (std::size_t f = 0; f < busy.size(); ++f) {
-    auto& v = busy[f];
-    std::sort(v.begin(), v.end());
-    Nanos total = 0, cur_b = 0, cur_e = -1;
-    for (const auto& [b, e] : v) {
-      if (cur_e < 0 || b > cur_e) {
-        if (cur_e >= 0) total += cur_e - cur_b;
-        cur_b = b;
-        cur_e = e;
-      } else {
-        cur_e = std::max(cur_e, e);
-      }
-    }
-    if (cur_e >= 0) total += cur_e - cur_b;
-    t.flow_busy[f] = total;
-  }
+  for (std::size_t f = 0; f < busy.size(); ++f) t.flow_busy[f] = covered(std::move(busy[f]));
   return t;
 }
 
@@ -119,6 +125,20 @@ Timeline timeline_from_observed(const Profile& p) {
   if (!o.ops.empty()) {
     t.ops.assign(p.ops.size(), std::vector<Instance>(n));
     for (const ObservedOp& x : o.ops) t.ops[x.op][x.iteration] = {x.start, x.end};
+    // Flows busy from a message's start to its arrival, as for a replay. Observed
+    // times are relative to their iteration: iterations are laid end to end.
+    std::vector<Nanos> at(n, 0);
+    for (std::size_t i = 1; i < n; ++i) at[i] = at[i - 1] + std::max<Nanos>(0, t.iteration[i - 1]);
+    t.flow_bytes.assign(p.flows.size(), 0);
+    t.flow_busy.assign(p.flows.size(), 0);
+    std::vector<std::vector<std::pair<Nanos, Nanos>>> busy(p.flows.size());
+    for (const ObservedOp& x : o.ops) {
+      const Op& op = p.ops[x.op];
+      if (op.type != OpType::send || x.end < x.start || op.flow >= p.flows.size()) continue;
+      t.flow_bytes[op.flow] += op.bytes;
+      busy[op.flow].emplace_back(at[x.iteration] + x.start, at[x.iteration] + x.end);
+    }
+    for (std::size_t f = 0; f < busy.size(); ++f) t.flow_busy[f] = covered(std::move(busy[f]));
   }
   return t;
 }

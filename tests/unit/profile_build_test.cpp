@@ -355,3 +355,39 @@ TEST(ProfileBuild, HostClocksAlignedFromTheTrafficWithTheirUncertainty) {
 
 }  // namespace
 }  // namespace tw
+
+#include "inline_profile.hpp"
+#include "tensorwire/analysis/timeline.hpp"
+
+namespace tw {
+namespace {
+
+TEST(ObservedTimeline, FlowRatesFromTheObservedMessages) {
+  // Two 1 MB messages on one flow per iteration, each in flight 1 ms, one after
+  // the other: 2 MB per 2 ms of busy time, 8 Gb/s; the overlap of the second
+  // iteration's two messages counts once.
+  const Profile p = test::inline_profile(R"(
+version: 1
+iterations: 2
+ranks: [{id: 0}, {id: 1}]
+flows: [{id: f, src: 0, dst: 1}]
+ops:
+  - {id: a, type: send, flow: f, bytes: 1000000}
+  - {id: b, type: send, flow: f, bytes: 1000000}
+observed:
+  iterations: [5ms, 5ms]
+  ops:
+    - {op: a, iteration: 0, start: 0, end: 1ms}
+    - {op: b, iteration: 0, start: 1ms, end: 2ms}
+    - {op: a, iteration: 1, start: 0, end: 1ms}
+    - {op: b, iteration: 1, start: 500us, end: 1ms}
+)");
+  const Timeline t = timeline_from_observed(p);
+  ASSERT_EQ(t.flow_bytes.size(), 1u);
+  EXPECT_EQ(t.flow_bytes[0], 4000000u);
+  EXPECT_EQ(t.flow_busy[0], 3 * kMilli);
+  EXPECT_NEAR(flow_rate_bps(t, 0), 4e6 * 8 / 3e-3, 1e3);
+}
+
+}  // namespace
+}  // namespace tw
