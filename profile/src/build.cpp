@@ -30,12 +30,21 @@ constexpr double kRegularShare = 0.5;
 // The mean: compute adds up along a path, so the mean keeps the iteration's time.
 // (A trimmed mean, or the median, drops the long waits of a rank descheduled by
 // its neighbours on shared cores, which are part of the job's time: replays came
-// out 3-9% faster with the middle 80%.)
-Nanos mean_of(const std::vector<Nanos>& v) {
+// out 3-9% faster with the middle 80%.) A stall far beyond the spread of the
+// others (beyond the median plus 5 interquartile ranges: a page fault storm, a
+// stop of the process) is left out, as one would otherwise lengthen every
+// replayed iteration.
+Nanos mean_of(std::vector<Nanos> v) {
   if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))]; };
+  const Nanos fence = at(0.5) + 5 * std::max<Nanos>(at(0.75) - at(0.25), 1 * kMicro);
   long double sum = 0;
-  for (Nanos x : v) sum += static_cast<long double>(x);
-  return static_cast<Nanos>(std::llround(sum / static_cast<long double>(v.size())));
+  std::size_t n = 0;
+  for (Nanos x : v) {
+    if (x <= fence) sum += static_cast<long double>(x), ++n;
+  }
+  return static_cast<Nanos>(std::llround(sum / static_cast<long double>(std::max<std::size_t>(n, 1))));
 }
 
 Nanos spread(std::vector<Nanos> v) {
