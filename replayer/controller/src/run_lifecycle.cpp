@@ -5,6 +5,7 @@
 // status and the progress line. Everything runs on one io_context on the thread
 // that calls run_controller.
 #include <algorithm>
+#include <optional>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
@@ -89,7 +90,18 @@ class RunLifecycle final : public Session::Handler {
       finish();
     });
     tick();
-    ctx_.run();
+    // Once finished, sessions close and the context runs dry. A session that does
+    // not (an agent that neither closes nor stops answering heartbeats) gets
+    // kDrainDeadline, then the context is stopped: the results are written already.
+    while (!ctx_.stopped()) {
+      ctx_.run_for(std::chrono::milliseconds(100));
+      if (finished_at_ && !ctx_.stopped() && Clock::now() - *finished_at_ > kDrainDeadline) {
+        line_.log("controller: " + std::to_string(sessions_.size()) + " connection(s) still open " +
+                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kDrainDeadline).count()) +
+                  " s after the end of the run: closed");
+        ctx_.stop();
+      }
+    }
     launcher_.stop(2 * kSecond);
     line_.end();
     return std::move(outcome_);
@@ -465,6 +477,7 @@ class RunLifecycle final : public Session::Handler {
     write_run_json();
     publish_status();
     stopping_all_ = true;
+    finished_at_ = Clock::now();
     // Close everything; the context then runs dry and run() returns. An agent
     // that uploaded has a bye queued: it goes out first (closing at once dropped
     // it, and the agent then took the end for a lost controller); the agent's
@@ -576,6 +589,8 @@ class RunLifecycle final : public Session::Handler {
   std::optional<RunState> last_state_;
   bool assigned_ = false;
   bool stopping_all_ = false;
+  std::optional<Clock::time_point> finished_at_;  // when finish() ran
+  static constexpr Clock::duration kDrainDeadline = std::chrono::seconds(10);
   Nanos start_at_ = 0;
   Nanos last_publish_ = 0;
   Nanos last_iteration_at_ = 0;
