@@ -80,7 +80,7 @@ void add_profile_build_command(CLI::App& profile, Action& action) {
       "send waits for what it waited for in every iteration; the wait becomes compute time. The profile keeps the\n"
       "capture's timings (observed:), so `tensorwire compare job.yaml RUN` holds a replay against them.\n"
       "Every rule: docs/profile-build.md.");
-  b->callback([&action, a, b] {
+  b->callback([&action, a] {
     std::string line = "tensorwire profile build";
     for (const auto& d : a->dirs) line += " " + d;
     line += " -o " + a->out;
@@ -88,7 +88,6 @@ void add_profile_build_command(CLI::App& profile, Action& action) {
     if (a->keep_control) line += " --keep-control";
     if (a->compute_min_us != 20) line += fmt::format(" --compute-min-us {:g}", a->compute_min_us);
     action = [a, line] { return run_build(*a, line); };
-    (void)b;
   });
 }
 

@@ -201,10 +201,22 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
   }
   // The transport's framing where the capture sampled it: both directions of a
   // connection (ZeroMQ picks its encoder from the peer's greeting).
+  // Each process's samples and send events are split by connection once, so that
+  // a process with many connections is not scanned once per connection.
+  std::vector<std::vector<trace::SampleEvent>> samples_of(a.connections.size());
+  for (std::size_t p = 0; p < traces.size(); ++p) {
+    for (const trace::SampleEvent& e : traces[p].samples) {
+      if (const auto it = index.find({p, e.conn}); it != index.end()) samples_of[it->second].push_back(e);
+    }
+  }
   std::vector<framing::SentStream> sampled(a.connections.size());
+  std::vector<trace::Event> calls;
   for (std::size_t c = 0; c < a.connections.size(); ++c) {
-    const ProcessTrace& t = traces[a.connections[c].process];
-    if (!t.samples.empty() && !sends[c].empty()) sampled[c] = framing::sent_stream(t.io, t.samples, a.connections[c].id);
+    if (samples_of[c].empty() || sends[c].empty()) continue;
+    calls.clear();
+    for (const trace::Event* e : sends[c]) calls.push_back(*e);
+    sampled[c] = framing::sent_stream(calls, samples_of[c], a.connections[c].id);
+    samples_of[c] = {};
   }
   for (std::size_t c = 0; c < a.connections.size(); ++c) {
     const auto& s = sends[c];

@@ -47,11 +47,6 @@ Nanos mean_of(std::vector<Nanos> v) {
   return static_cast<Nanos>(std::llround(sum / static_cast<long double>(std::max<std::size_t>(n, 1))));
 }
 
-Nanos spread(std::vector<Nanos> v) {
-  if (v.size() < 2) return 0;
-  return percentile(v, 0.9) - percentile(std::move(v), 0.1);
-}
-
 Nanos median_of(std::vector<Nanos> v) { return v.empty() ? 0 : percentile(std::move(v), 0.5); }
 
 std::string rank_name(RankId r) { return "r" + std::to_string(r); }
@@ -399,7 +394,7 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
       from_rel.push_back(inf.from[i][k] - rank_start[sends[i].rank][k]);
       to_rel.push_back(sends[i].ready[k] - rank_start[sends[i].rank][k]);
     }
-    spreads.push_back(spread(inf.wait[i]));
+    spreads.push_back(build::spread(inf.wait[i]));
     waits[sends[i].rank].push_back({i, mean_of(inf.wait[i]), median_of(from_rel), median_of(to_rel)});
   }
   std::vector<bool> is_compute(sends.size(), false);

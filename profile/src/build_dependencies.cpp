@@ -30,27 +30,13 @@ struct Candidate {
   const std::vector<Nanos>* times = nullptr;
 };
 
-Nanos median(std::vector<Nanos> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
-
-// p90 - p10.
-Nanos spread(std::vector<Nanos> v) {
-  std::sort(v.begin(), v.end());
-  const auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))]; };
-  return at(0.9) - at(0.1);
-}
-
 Nanos relative_median(const std::vector<Nanos>& t, const std::vector<Nanos>& start) {
   std::vector<Nanos> rel;
   rel.reserve(t.size());
   for (std::size_t k = 0; k < t.size() && k < start.size(); ++k) {
     if (t[k] >= 0) rel.push_back(t[k] - start[k]);
   }
-  return median(std::move(rel));
+  return upper_median(std::move(rel));
 }
 
 }  // namespace

@@ -17,13 +17,6 @@ namespace tw::build {
 
 namespace {
 
-Nanos median(std::vector<Nanos> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
-
 constexpr std::size_t kMaxPeriodCandidates = 4096;  // message starts tried as the period's end
 constexpr std::size_t kAnchors = 6;        // idlest messages of the second half tried as an iteration's start
 constexpr std::size_t kSampledPeriods = 64;  // multiples of a period checked for a call start
@@ -114,7 +107,7 @@ std::vector<std::int64_t> cut_direction(const CaptureAnalysis& a, const std::vec
         if (lone_p == 0 || p < lone_p) lone_p = p, lone_base = base;
         continue;
       }
-      if (cut < kIdleRatio * static_cast<double>(std::max<Nanos>(1, median(between)))) continue;
+      if (cut < kIdleRatio * static_cast<double>(std::max<Nanos>(1, upper_median(between)))) continue;
       // The shortest period that passes: every multiple of it passes too.
       if (best_p == 0 || p < best_p) best_p = p, best_base = base;
       break;
@@ -341,8 +334,6 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
   for (const auto& [j, who] : senders) {
     if (who.size() == ranks_cut.size()) it.numbers.push_back(j - low);
   }
-  (void)traces;
-  (void)ranks;
   return it;
 }
 

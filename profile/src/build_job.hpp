@@ -16,6 +16,11 @@ namespace tw::build {
 
 inline constexpr std::int64_t kNoIteration = std::numeric_limits<std::int64_t>::min();
 
+// The builder's statistics over iterations: the upper median (0 when empty), and
+// the spread p90 - p10 (0 with fewer than two values).
+Nanos upper_median(std::vector<Nanos> v);
+Nanos spread(std::vector<Nanos> v);
+
 struct RankInfo {
   std::size_t process = 0;  // index into the traces
   std::string how;          // "RANK=1", or "traffic"
