@@ -19,6 +19,7 @@ struct BuildArgs {
   std::string iterations;
   bool keep_control = false;
   bool json = false;
+  bool typical = false;
   double compute_min_us = 20;
 };
 
@@ -42,6 +43,7 @@ int run_build(const BuildArgs& a, const std::string& command_line) {
   o.keep_control = a.keep_control;
   if (!(a.compute_min_us >= 0) || a.compute_min_us > 1e6) throw std::invalid_argument("--compute-min-us must be from 0 to 1000000");
   o.compute_min = static_cast<Nanos>(a.compute_min_us * 1e3);
+  o.per_iteration = !a.typical;
   o.generator = command_line;
   const BuiltProfile b = build_profile(read_captures(a.dirs), o);
   const std::string sidecar = save_profile_with_sidecar(b.profile, a.out, kInlineObservedOps);
@@ -72,6 +74,10 @@ void add_profile_build_command(CLI::App& profile, Action& action) {
               "Keep the connections between ranks that are not part of the per-iteration schedule (rendezvous store, heartbeats)");
   b->add_option("--compute-min-us", a->compute_min_us, "A shorter wait before a send is its gap, not a compute op")
       ->capture_default_str();
+  b->add_flag("--typical", a->typical,
+              "One duration per compute op and one gap per send (their typical values) rather than their values in "
+              "each iteration of the capture: a steadier replay without the job's jitter, which also loses what the "
+              "jitter cost");
   b->add_flag("--json", a->json, "Print what was found as JSON");
   b->footer(
       "  tensorwire capture --out cap -- python3 train.py ...; tensorwire profile build cap -o job.yaml\n"
@@ -86,6 +92,7 @@ void add_profile_build_command(CLI::App& profile, Action& action) {
     line += " -o " + a->out;
     if (!a->iterations.empty()) line += " --iterations " + a->iterations;
     if (a->keep_control) line += " --keep-control";
+    if (a->typical) line += " --typical";
     if (a->compute_min_us != 20) line += fmt::format(" --compute-min-us {:g}", a->compute_min_us);
     action = [a, line] { return run_build(*a, line); };
   });

@@ -89,9 +89,9 @@ RunCheck check_run(const Profile& p, const std::vector<std::vector<Record>>& ran
       const Nanos completed = done->completed;  // sent_app, compute end, or delivery
       const Nanos tolerance = d.recv ? o.cross_rank_tolerance : 0;
       ++out.dependencies_checked;
-      if (start + tolerance < completed + op.gap) {
+      if (start + tolerance < completed + op.gap_in(rec.iteration)) {
         problem(op.id + " of iteration " + std::to_string(rec.iteration) + " started " +
-                human_duration(completed + op.gap - start) + " before its dependency " + (d.recv ? "recv:" : "") +
+                human_duration(completed + op.gap_in(rec.iteration) - start) + " before its dependency " + (d.recv ? "recv:" : "") +
                 p.ops[d.op].id + " allowed");
       }
     }

@@ -108,7 +108,7 @@ void Executor::arm(OpIndex op, std::uint32_t iteration, Nanos now) {
 
 void Executor::ready(OpIndex op, std::uint32_t iteration, Nanos now) {
   const Op& o = p_.ops[op];
-  const Queued q{now + o.gap, op, iteration};
+  const Queued q{now + o.gap_in(iteration), op, iteration};
   if (o.type == OpType::compute) {
     compute_queue_.push(q);
     dispatch_compute(now);
@@ -123,7 +123,7 @@ void Executor::dispatch_compute(Nanos now) {
   const Queued q = compute_queue_.top();
   compute_queue_.pop();
   computing_ = true;
-  const auto scaled = static_cast<Nanos>(std::llround(static_cast<double>(p_.ops[q.op].duration) * o_.slowdown));
+  const auto scaled = static_cast<Nanos>(std::llround(static_cast<double>(p_.ops[q.op].duration_in(q.iteration)) * o_.slowdown));
   actions_.push_back({Action::Kind::compute, q.op, q.iteration, q.at, std::max<Nanos>(scaled, 0)});
 }
 

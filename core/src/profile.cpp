@@ -15,12 +15,26 @@ void Profile::index() {
   for (std::size_t i = 0; i < flows.size(); ++i) flow_by_id.emplace(flows[i].id, static_cast<FlowIndex>(i));
 }
 
+namespace {
+Nanos mean_or(const std::vector<Nanos>& v, Nanos fallback) {
+  if (v.empty()) return fallback;
+  long double sum = 0;
+  for (Nanos d : v) sum += static_cast<long double>(d);
+  return static_cast<Nanos>(std::llround(sum / static_cast<long double>(v.size())));
+}
+}  // namespace
+
+Nanos Op::mean_duration() const { return mean_or(durations, duration); }
+Nanos Op::mean_gap() const { return mean_or(gaps, gap); }
+
 Profile time_scaled(const Profile& profile, double k) {
   Profile p = profile;
   const auto scale = [k](Nanos t) { return static_cast<Nanos>(std::llround(static_cast<double>(t) * k)); };
   for (Op& op : p.ops) {
     op.duration = scale(op.duration);
+    for (Nanos& d : op.durations) d = scale(d);
     op.gap = scale(op.gap);
+    for (Nanos& g : op.gaps) g = scale(g);
   }
   if (p.observed) {
     for (ObservedIteration& it : p.observed->iterations) {

@@ -38,6 +38,8 @@ class Reader : public YamlReader {
   void check_cycles(const Profile& p);
   void read_observed(const Node* n, Profile& p);
   void read_observed_sidecar(Profile& p, Observed& o, const Node& at);
+  // An op's per-iteration list (`durations`, `gaps`); false if it had a problem.
+  bool per_iteration(const Node* n, const What& what, const char* field, Nanos min, std::vector<Nanos>& out);
 
   std::string base_dir_;
 
@@ -187,6 +189,27 @@ void Reader::read_tensors(const Node* n, Profile& p) {
   }
 }
 
+bool Reader::per_iteration(const Node* n, const What& what, const char* field, Nanos min, std::vector<Nanos>& out) {
+  if (n == nullptr || n->kind == Kind::null) return true;
+  if (n->kind != Kind::sequence) {
+    error(*n, what + ": '" + field + "' must be a list of durations, one per iteration; got " + describe(*n));
+    return false;
+  }
+  const auto items = doc_.children(*n);
+  if (items.size() > limits::kMaxIterations) {
+    error(*n, what + ": '" + field + "' has " + std::to_string(items.size()) + " entries, more than " +
+                  std::to_string(limits::kMaxIterations));
+    return false;
+  }
+  bool ok = true;
+  out.reserve(items.size());
+  for (const Node& d : items) {
+    if (auto v = duration_field(&d, what, field, min, limits::kMaxDuration)) out.push_back(*v);
+    else ok = false;
+  }
+  return ok;
+}
+
 void Reader::read_ops(const Node* n, Profile& p) {
   const auto items = list(n, "'ops'");
   if (items.size() > limits::kMaxOps) {
@@ -205,7 +228,8 @@ void Reader::read_ops(const Node* n, Profile& p) {
   for (std::size_t i = 0; i < items.size(); ++i) {
     const Node& item = items[i];
     const What what("op entry", i);
-    const auto f = fields(item, what, {"id", "type", "rank", "duration", "flow", "bytes", "tensor", "label", "gap", "after"},
+    const auto f = fields(item, what, {"id", "type", "rank", "duration", "flow", "bytes", "tensor", "label", "gap", "after",
+                           "durations", "gaps"},
                           {"id", "type"});
     const auto id = id_field(f[0], what, "id");
     if (!id) continue;
@@ -235,7 +259,8 @@ void Reader::read_ops(const Node* n, Profile& p) {
     const std::pair<const Node*, const char*> foreign[] = {
         {compute ? f[4] : f[2], compute ? "flow" : "rank"},
         {compute ? f[5] : f[3], compute ? "bytes" : "duration"},
-        {compute ? f[6] : nullptr, "tensor"}};
+        {compute ? f[6] : nullptr, "tensor"},
+        {compute ? nullptr : f[10], "durations"}};
     for (const auto& [node, name] : foreign) {
       if (node == nullptr) continue;
       const char* why = compute ? "" : (std::string_view(name) == "rank" ? " (its rank is its flow's src)" : "");
@@ -257,6 +282,7 @@ void Reader::read_ops(const Node* n, Profile& p) {
       }
       if (auto d = duration_field(f[3], owhat, "duration", 1, limits::kMaxDuration)) op.duration = *d;
       else ok = false;
+      ok = per_iteration(f[10], owhat, "durations", 1, op.durations) && ok;
     } else {
       if (f[4] == nullptr) error(item, owhat + " is missing the required field 'flow'");
       if (f[5] == nullptr) error(item, owhat + " is missing the required field 'bytes'");
@@ -288,6 +314,7 @@ void Reader::read_ops(const Node* n, Profile& p) {
     }
     if (auto v = string_field(f[7], owhat, "label")) op.label = *v;
     if (auto g = duration_field(f[8], owhat, "gap", 0, limits::kMaxDuration)) op.gap = *g;
+    ok = per_iteration(f[11], owhat, "gaps", 0, op.gaps) && ok;
     op_valid_[i] = ok && (compute ? f[2] && f[3] : f[4] && f[5]);
   }
 }

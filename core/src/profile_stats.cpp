@@ -23,7 +23,7 @@ ProfileStats compute_stats(const Profile& p) {
   for (const Op& op : p.ops) {
     if (op.type == OpType::compute) {
       ++s.compute_ops;
-      s.ranks[op.rank].compute += op.duration;
+      s.ranks[op.rank].compute += op.mean_duration();
       ++s.ranks[op.rank].compute_ops;
       continue;
     }
@@ -109,7 +109,7 @@ LowerBound lower_bound(const Profile& p, const ProfileStats& s, const RankLinks&
       }
     }
     const Op& op = p.ops[v];
-    finish[v] = start + op.gap + (op.type == OpType::compute ? op.duration : message_time(p, links, op));
+    finish[v] = start + op.mean_gap() + (op.type == OpType::compute ? op.mean_duration() : message_time(p, links, op));
     if (finish[v] > b.critical_path) {
       b.critical_path = finish[v];
       last = v;

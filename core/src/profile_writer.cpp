@@ -57,6 +57,19 @@ void kv(std::string& out, const char* key, std::string_view value, bool first = 
   out += value;
 }
 
+// `, key: [d0, d1, ...]`, nothing when empty.
+void durations_list(std::string& out, const char* key, const std::vector<Nanos>& v) {
+  if (v.empty()) return;
+  out += ", ";
+  out += key;
+  out += ": [";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += format_duration(v[i]);
+  }
+  out += "]";
+}
+
 }  // namespace
 
 std::string dependency_ref(const Profile& p, const Dependency& d) {
@@ -120,6 +133,7 @@ std::string write_profile_yaml(const Profile& p) {
     if (op.type == OpType::compute) {
       kv(out, "rank", std::to_string(op.rank));
       kv(out, "duration", format_duration(op.duration));
+      durations_list(out, "durations", op.durations);
     } else {
       kv(out, "flow", scalar(p.flows[op.flow].id));
       kv(out, "bytes", std::to_string(op.bytes));
@@ -127,6 +141,7 @@ std::string write_profile_yaml(const Profile& p) {
     }
     if (!op.label.empty()) kv(out, "label", scalar(op.label));
     if (op.gap != 0) kv(out, "gap", format_duration(op.gap));
+    durations_list(out, "gaps", op.gaps);
     if (!op.after.empty()) {
       out += ", after: [";
       for (std::size_t i = 0; i < op.after.size(); ++i) {

@@ -111,8 +111,19 @@ Choice choose_iterations(const std::vector<std::int64_t>& numbers,
       break;
     }
   }
+  // An iteration starts where the one before it ended; without that one, its
+  // first wait is unknown (it would come out as no wait at all).
+  std::string first_unknown;
+  if (c.used.size() > 2 && !std::binary_search(numbers.begin(), numbers.end(), c.used.front() - 1)) {
+    first_unknown = "iteration " + std::to_string(c.used.front()) + ": the first seen, so when it began is unknown";
+    c.used.erase(c.used.begin());
+  }
   const std::set<std::int64_t> used(c.used.begin(), c.used.end());
   for (std::int64_t n : numbers) {
+    if (!first_unknown.empty() && n == c.used.front() - 1) {
+      c.dropped.push_back(first_unknown);
+      continue;
+    }
     if (used.count(n)) continue;
     std::string why = o.iterations && (n < o.iterations->first || n >= o.iterations->second) ? "outside --iterations"
                       : n < c.used.front()                                                  ? "warm-up: other messages than the steady iterations"
@@ -161,6 +172,8 @@ BuildCommand parse_build_command(const std::string& generator) {
       if (colon != std::string::npos) c.options.iterations = std::make_pair(std::stoll(r.substr(0, colon)), std::stoll(r.substr(colon + 1)));
     } else if (w == "--keep-control") {
       c.options.keep_control = true;
+    } else if (w == "--typical") {
+      c.options.per_iteration = false;
     } else if (!w.empty() && w[0] != '-') {
       c.dirs.push_back(w);
     }
@@ -298,19 +311,36 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
     p.flows.push_back({rank_name(dirs[d].src) + "-" + rank_name(dirs[d].dst) + (n > 1 ? "#" + std::to_string(n) : ""), dirs[d].src, dirs[d].dst});
   }
 
-  // When each message's last byte was there to be read. A job reads when it asks
-  // (a pipeline stage calls recv once it is ready for the next micro-batch), the
-  // replay's agents read at once; so a receipt is the last byte's arrival: its send
-  // (or its last segment on the wire) plus the connection's fastest delivery,
-  // and never later than the read that returned it.
-  std::vector<Nanos> delivery(a.connections.size(), std::numeric_limits<Nanos>::max());
+  // When the receiver had each message. A job reads when it asks: a Gloo pair
+  // thread at once, a pipeline stage once it is ready for the next micro-batch,
+  // an MPI rank inside its next MPI call. The replay's agents read at once. So a
+  // receipt is the read that returned the last byte when that read came within
+  // the connection's usual lag after the bytes arrived (the reader was waiting;
+  // its wake-up is part of the receipt, as the agent's will be), and the arrival
+  // plus that usual lag when the job came later (it was busy elsewhere, which its
+  // ops' waits then hold). The arrival is the message's send (or its last segment
+  // on the wire) plus the connection's fastest delivery; the usual lag is the
+  // median of the connection's reads after arrival.
+  const std::size_t C = a.connections.size();
+  std::vector<Nanos> delivery(C, std::numeric_limits<Nanos>::max());
   const auto left = [](const Message& m) { return m.wire_last >= 0 ? m.wire_last : m.sent_app; };
   for (const Message& m : a.messages) {
     if (m.recv_last >= 0) delivery[m.connection] = std::min(delivery[m.connection], std::max<Nanos>(0, m.recv_last - left(m)));
   }
+  const auto arrived = [&](const Message& m) {
+    return std::min(m.recv_last, std::max(m.sent_app, left(m) + delivery[m.connection]));
+  };
+  std::vector<Nanos> usual_lag(C, 0);
+  {
+    std::vector<std::vector<Nanos>> lags(C);
+    for (const Message& m : a.messages) {
+      if (m.recv_last >= 0) lags[m.connection].push_back(m.recv_last - arrived(m));
+    }
+    for (std::size_t c = 0; c < C; ++c) usual_lag[c] = median_of(std::move(lags[c]));
+  }
   const auto arrival = [&](const Message& m) {
     if (m.recv_last < 0) return Nanos{-1};
-    return std::min(m.recv_last, std::max(m.sent_app, left(m) + delivery[m.connection]));
+    return std::min(m.recv_last, arrived(m) + usual_lag[m.connection]);
   };
 
   // One send per message position; its instances in the used iterations.
@@ -441,6 +471,14 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
     for (const Dependency& d : inf.after[i]) after.push_back({send_op[d.op], d.recv, 0});
     return after;
   };
+  // The wait in each used iteration; the typical value where the send is missing.
+  const auto each_iteration = [&](std::size_t i, Nanos min, Nanos typical) {
+    std::vector<Nanos> v(K, typical);
+    for (std::size_t k = 0; k < K; ++k) {
+      if (sends[i].ready[k] >= 0) v[k] = std::clamp<Nanos>(inf.wait[i][k], min, limits::kMaxDuration);
+    }
+    return v;
+  };
   for (std::size_t i = 0; i < sends.size(); ++i) {
     Op s;
     s.id = send_id[i];
@@ -455,6 +493,7 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
       c.type = OpType::compute;
       c.rank = s.rank;
       c.duration = std::clamp<Nanos>(wait, 1, limits::kMaxDuration);
+      if (o.per_iteration) c.durations = each_iteration(i, 1, c.duration);
       c.after = deps_of(i);
       c.label = "before " + send_id[i];
       p.ops[compute_op[i]] = std::move(c);
@@ -464,6 +503,7 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
     } else {
       s.after = deps_of(i);
       s.gap = std::clamp<Nanos>(wait, 0, limits::kMaxDuration);
+      if (o.per_iteration && s.gap > 0) s.gaps = each_iteration(i, 0, s.gap);
     }
     rep.sends_with_dependencies += !inf.after[i].empty();
     p.ops[send_op[i]] = std::move(s);

@@ -102,6 +102,16 @@ TEST(Executor, GapsDelayTheStartAndNeedAWake) {
   EXPECT_EQ(it.end, 1'501'000);
 }
 
+TEST(Executor, EachIterationTakesItsOwnDurationAndGap) {
+  const Profile p = load(
+      "version: 1\niterations: 4\nranks: [{id: 0}]\nflows: []\n"
+      "ops:\n  - {id: x, type: compute, rank: 0, duration: 2ms, durations: [1ms, 3ms, 2ms], gap: 10us, gaps: [0, 20us]}\n");
+  SimOptions o;
+  const SimResult r = simulate(p, o);
+  // Iteration i: gap gaps[i % 2], then durations[i % 3].
+  EXPECT_EQ(r.iteration_times(), (std::vector<Nanos>{1'000'000, 3'020'000, 2'000'000, 1'020'000}));
+}
+
 TEST(Executor, SlowdownStretchesCompute) {
   const Profile p = load(kChain);
   SimOptions o;

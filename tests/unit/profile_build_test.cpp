@@ -8,6 +8,7 @@
 #include <random>
 
 #include "build_job.hpp"
+#include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/profile/build.hpp"
 
@@ -217,6 +218,40 @@ TEST(ProfileBuild, PeriodicTrafficWarmUpDroppedControlLeftOut) {
   ASSERT_TRUE(b.profile.observed.has_value());
   EXPECT_EQ(b.profile.observed->iterations.size(), b.profile.iterations);
   for (const auto& it : b.profile.observed->iterations) EXPECT_GT(it.duration, 1 * kMilli);
+}
+
+TEST(ProfileBuild, ComputeKeepsEachIterationsDurationUnlessTypicalIsAsked) {
+  // Each iteration's forward and backward pass takes 5.0, 5.1 or 5.2 ms in turn.
+  const HandCapture c = ping_pong(12, false);
+  const BuiltProfile b = build_profile(c.input(), {});
+  const auto longest = std::max_element(b.profile.ops.begin(), b.profile.ops.end(), [](const Op& x, const Op& y) {
+    return x.duration < y.duration;
+  });
+  ASSERT_TRUE(longest != b.profile.ops.end());
+  const Op& pre = *longest;  // the forward and backward pass
+  ASSERT_EQ(pre.type, OpType::compute);
+  EXPECT_EQ(b.report.dropped.size(), 2u) << "the warm-up, and the first steady iteration whose start is unknown";
+  ASSERT_EQ(pre.durations.size(), b.profile.iterations) << write_profile_yaml(b.profile);
+  for (std::size_t k = 0; k + 3 < pre.durations.size(); ++k) EXPECT_EQ(pre.durations[k + 3], pre.durations[k]) << k;
+  const auto [lo, hi] = std::minmax_element(pre.durations.begin(), pre.durations.end());
+  EXPECT_EQ(*hi - *lo, 200 * kMicro);
+  for (Nanos d : pre.durations) EXPECT_EQ((d - *lo) % (100 * kMicro), 0) << d;
+  EXPECT_EQ(pre.mean_duration(), pre.duration) << "the typical value is their mean";
+  // Simulated, each iteration takes its own time: the 200 us spread is kept.
+  const SimResult sim = simulate(b.profile, {});
+  const auto times = sim.iteration_times();
+  const auto [tlo, thi] = std::minmax_element(times.begin() + 1, times.end());
+  EXPECT_GE(*thi - *tlo, 190 * kMicro);
+
+  BuildOptions typical;
+  typical.per_iteration = false;
+  const BuiltProfile t = build_profile(c.input(), typical);
+  for (const Op& op : t.profile.ops) {
+    EXPECT_TRUE(op.durations.empty()) << op.id;
+    EXPECT_TRUE(op.gaps.empty()) << op.id;
+  }
+  EXPECT_EQ(t.profile.ops[t.profile.op_by_id.at(pre.id)].duration, pre.duration);
+  EXPECT_EQ(parse_build_command("tensorwire profile build cap -o x.yaml --typical").options.per_iteration, false);
 }
 
 TEST(ProfileBuild, KeepControlKeepsTheConnectionsLeftOut) {

@@ -100,6 +100,34 @@ TEST(ProfileLoad, RejectsBadSizesAndDurations) {
   EXPECT_EQ(problems(with_line(2, "iterations: 0")), "t.yaml:2:13: the profile: 'iterations' must be at least 1, got 0\n");
 }
 
+TEST(ProfileLoad, ReadsPerIterationDurationsAndGapsAndChecksThem) {
+  std::string text = with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, durations: [1ms, 3ms, 2ms]}");
+  text = text.replace(text.find("bytes: 1MiB, after"), 18, "bytes: 1MiB, gap: 5us, gaps: [0, 10us], after");
+  const ProfileLoad both = load_profile_text(text, "t.yaml");
+  ASSERT_TRUE(both.ok()) << problems(text);
+  const Op& c = both.profile->ops[0];
+  EXPECT_EQ(c.durations, (std::vector<Nanos>{kMilli, 3 * kMilli, 2 * kMilli}));
+  EXPECT_EQ(c.duration_in(1), 3 * kMilli);
+  EXPECT_EQ(c.duration_in(4), 3 * kMilli) << "iterations beyond the list wrap around";
+  EXPECT_EQ(c.mean_duration(), 2 * kMilli);
+  const Op& s = both.profile->ops[1];
+  EXPECT_EQ(s.gap_in(0), 0);
+  EXPECT_EQ(s.gap_in(1), 10 * kMicro);
+  EXPECT_EQ(s.mean_gap(), 5 * kMicro);
+  EXPECT_EQ(both.profile->ops[2].duration_in(7), kMilli) << "without a list, the duration";
+
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, durations: [1ms, 0]}")),
+            "t.yaml:10:70: op 'c0': 'durations' must be positive, got 0\n");
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, durations: 2ms}")),
+            "t.yaml:10:64: op 'c0': 'durations' must be a list of durations, one per iteration; got '2ms'\n");
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, durations: [1ms, lots]}")),
+            "t.yaml:10:70: op 'c0': 'durations' must be a duration like 1.5ms or 250us, got 'lots'\n");
+  EXPECT_EQ(problems(with_line(11, "  - {id: s0, type: send, flow: f01, bytes: 1MiB, durations: [1ms], after: [c0]}")),
+            "t.yaml:11:61: op 's0': field 'durations' does not apply to a send op\n");
+  EXPECT_EQ(problems(with_line(11, "  - {id: s0, type: send, flow: f01, bytes: 1MiB, gaps: [-1us], after: [c0]}")),
+            "t.yaml:11:57: op 's0': 'gaps' must be zero or more, got -1us\n");
+}
+
 TEST(ProfileLoad, RejectsCyclesAndPrintsThem) {
   EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, after: [recv:s1]}")),
             "t.yaml:10:5: dependency cycle: c0 -> s0 -> c1 -> s1 -> c0\n");
@@ -235,9 +263,13 @@ TEST(ProfileWrite, RoundTripsExactly) {
     EXPECT_EQ(a.ops[i].duration, b.ops[i].duration);
     EXPECT_EQ(a.ops[i].bytes, b.ops[i].bytes);
     EXPECT_EQ(a.ops[i].gap, b.ops[i].gap);
+    EXPECT_EQ(a.ops[i].durations, b.ops[i].durations);
+    EXPECT_EQ(a.ops[i].gaps, b.ops[i].gaps);
     EXPECT_EQ(a.ops[i].after, b.ops[i].after);
   }
   EXPECT_EQ(a.observed->ops.size(), b.observed->ops.size());
+  EXPECT_EQ(a.ops[a.op_by_id.at("w0.bwd.fc1")].durations.size(), 3U) << "the sample shows per-iteration durations";
+  EXPECT_EQ(a.ops[a.op_by_id.at("w0.push.fc1")].gaps.size(), 2U);
 }
 
 TEST(ProfileWrite, QuotesWhatPlainYamlCannotHold) {

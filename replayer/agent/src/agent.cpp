@@ -25,6 +25,7 @@
 #include <mutex>
 
 #include "clock.hpp"
+#include "compute_pacer.hpp"
 #include "flow_connector.hpp"
 #include "incoming_flow.hpp"
 #include "outgoing_flow.hpp"
@@ -344,9 +345,11 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     while (executor_.pop_completed(it)) iteration_done(it);
     if (const auto w = executor_.next_wake(); w && (!armed_wake_ || *w < *armed_wake_)) {
       armed_wake_ = w;
-      wake_.at(*w, [this](Nanos now) {
+      const Nanos set = std::max(mono_now(), *w - wake_delay_.early());
+      wake_.at(set, [this, set, at = *w](Nanos now) {
         armed_wake_.reset();
-        executor_.tick(now);
+        wake_delay_.observe(set, now);
+        executor_.tick(std::max(now, at));
         pump();
       });
     }
@@ -355,7 +358,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
 
   void start_compute(const Action& a) {
     const Nanos start = mono_now();
-    compute_timer_.at(start + a.duration, [this, a, start](Nanos now) {
+    compute_timer_.at(pacer_.deadline(a.at, start, a.duration), [this, a, start](Nanos now) {
+      pacer_.ended(now);
       ComputeRecord r;
       r.rank = static_cast<std::uint16_t>(rank_);
       r.op = a.op;
@@ -507,6 +511,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   std::uint64_t iterations_;
   PreciseTimer wake_;
   PreciseTimer compute_timer_;
+  WakeDelay wake_delay_;
+  ComputePacer pacer_{wake_delay_};
   asio::steady_timer watchdog_;
   asio::signal_set signals_;
   Recorder recorder_;

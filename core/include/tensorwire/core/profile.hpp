@@ -81,12 +81,29 @@ struct Op {
   OpType type = OpType::compute;
   RankId rank = 0;  // for a send: its flow's source
   Nanos duration = 0;  // compute only
+  // Compute only, optional: the duration in each iteration of the original job
+  // (a profile built from a capture keeps them, so that a replay has the same
+  // per-iteration jitter as the job: the slowest rank of each iteration sets its
+  // time, and means alone lose that). Iteration i takes durations[i % size];
+  // `duration` stays the op's typical value.
+  std::vector<Nanos> durations;
   FlowIndex flow = 0;  // send only
   Bytes bytes = 0;  // send only
   std::string tensor;  // send only, optional: a tensor name or bucket label
   std::string label;  // optional, for people
   Nanos gap = 0;
+  std::vector<Nanos> gaps;  // optional: the gap in each iteration, as `durations`
   std::vector<Dependency> after;
+
+  Nanos duration_in(std::uint64_t iteration) const {
+    return durations.empty() ? duration : durations[iteration % durations.size()];
+  }
+  Nanos gap_in(std::uint64_t iteration) const { return gaps.empty() ? gap : gaps[iteration % gaps.size()]; }
+  // What a bound over many iterations may take: the mean of `durations` (the
+  // critical path is convex in the durations, so the mean iteration is at least
+  // the path of the mean durations), else `duration`.
+  Nanos mean_duration() const;
+  Nanos mean_gap() const;
 };
 
 // Timings of the original job, kept for `compare`. Times are relative to the start

@@ -13,7 +13,7 @@ namespace tw {
 struct RankStats {
   Bytes sent = 0;  // per iteration
   Bytes received = 0;
-  Nanos compute = 0;  // sum of compute durations
+  Nanos compute = 0;  // sum of compute durations (the mean over iterations of an op that has them)
   std::size_t compute_ops = 0;
   std::size_t send_ops = 0;
 };

@@ -27,6 +27,10 @@ struct BuildOptions {
   std::optional<std::pair<std::int64_t, std::int64_t>> iterations;
   bool keep_control = false;  // keep connections that are not part of the per-iteration schedule
   Nanos compute_min = 20 * kMicro;  // a shorter wait before a send is the send's `gap`, not a compute op
+  // Each compute op keeps its duration, each send its gap, in every used iteration
+  // (`durations`, `gaps`), so that a replay has the job's per-iteration jitter;
+  // false: only their typical values.
+  bool per_iteration = true;
   std::string generator;  // the command line, for metadata.generator
 };
 

@@ -1,0 +1,72 @@
+#include "compute_pacer.hpp"
+
+#include <gtest/gtest.h>
+
+namespace tw {
+namespace {
+
+constexpr Nanos us(Nanos n) { return n * kMicro; }
+
+TEST(WakeDelay, SettlesOnTheMedianDelayAndStaysWithinItsBound) {
+  WakeDelay w(us(200));
+  // Delays of 20, 30 and 400 us in turn: the median is 30 us; the 400 us outlier
+  // moves the estimate no more than the others.
+  for (int i = 0; i < 300; ++i) {
+    const Nanos set = us(1000) * i;
+    const Nanos delay = i % 3 == 0 ? us(20) : i % 3 == 1 ? us(30) : us(400);
+    w.observe(set, set + delay);
+  }
+  EXPECT_GE(w.early(), us(29));
+  EXPECT_LE(w.early(), us(31));
+  for (int i = 0; i < 1000; ++i) w.observe(0, us(5000));
+  EXPECT_EQ(w.early(), us(200)) << "never more than its bound ahead";
+  for (int i = 0; i < 1000; ++i) w.observe(us(10), 0);
+  EXPECT_EQ(w.early(), 0) << "nor behind the deadline";
+}
+
+TEST(ComputePacer, BackToBackOpsEndWhenTheSumOfTheirDurationsSays) {
+  WakeDelay w;  // no early wake-up yet: the carry alone
+  ComputePacer p(w);
+  // Three ops queued behind each other, each timer 30 us late.
+  Nanos t = 0;
+  Nanos deadline = p.deadline(0, t, us(500));
+  EXPECT_EQ(deadline, us(500));
+  t = deadline + us(30);
+  p.ended(t);
+  EXPECT_EQ(p.carry(), us(30));
+  deadline = p.deadline(0, t, us(500));  // was ready at 0: it waited for the first
+  EXPECT_EQ(deadline - t, us(470) - w.early()) << "shortened by what the first overran";
+  t = deadline + us(30);
+  p.ended(t);
+  deadline = p.deadline(us(100), t, us(500));
+  t = deadline + us(30);
+  p.ended(t);
+  // Without the carry the three would end at 1590 us; with it, one delay late.
+  EXPECT_LE(t, us(1500) + us(30) + us(2));
+}
+
+TEST(ComputePacer, LatenessBeforeAnIdleStretchIsNotCarried) {
+  WakeDelay w;
+  ComputePacer p(w);
+  Nanos deadline = p.deadline(0, 0, us(500));
+  p.ended(deadline + us(40));
+  // The next op became ready long after: the rank was idle, the 40 us were absorbed.
+  deadline = p.deadline(us(2000), us(2000), us(500));
+  EXPECT_EQ(deadline, us(2500) - w.early());
+  EXPECT_EQ(p.carry(), 0);
+}
+
+TEST(ComputePacer, NeverEndsAnOpBeforeItStarted) {
+  WakeDelay w;
+  ComputePacer p(w, us(50), us(2000));
+  p.ended(p.deadline(0, 0, us(100)) + us(900));  // one long stall
+  const Nanos start = us(1000);
+  const Nanos deadline = p.deadline(start - us(10), start, us(300));
+  EXPECT_GE(deadline, start);
+  EXPECT_LT(deadline, start + us(300));
+  p.ended(start + us(5));
+  EXPECT_GT(p.carry(), 0) << "what could not be made up stays owed";
+}
+
+}  // namespace
+}  // namespace tw
