@@ -313,14 +313,14 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
 
   // When the receiver had each message. A job reads when it asks: a Gloo pair
   // thread at once, a pipeline stage once it is ready for the next micro-batch,
-  // an MPI rank inside its next MPI call. The replay's agents read at once. So a
-  // receipt is the read that returned the last byte when that read came within
-  // the connection's usual lag after the bytes arrived (the reader was waiting;
-  // its wake-up is part of the receipt, as the agent's will be), and the arrival
-  // plus that usual lag when the job came later (it was busy elsewhere, which its
-  // ops' waits then hold). The arrival is the message's send (or its last segment
-  // on the wire) plus the connection's fastest delivery; the usual lag is the
-  // median of the connection's reads after arrival.
+  // an MPI rank inside its next MPI call; the replay's agents read at once. So a
+  // receipt is the bytes' arrival plus the connection's wake-up lag (the reads
+  // that came soonest after arrival, its 10th percentile: a waiting reader's
+  // wake-up, which the agent's own wake-up stands for in the replay), or the read
+  // itself when sooner. A job that read later was busy, and what it was busy
+  // with stays in the waits of its ops, where a dependency on its own previous
+  // op holds it back as in the job. The arrival is the message's send (or its
+  // last segment on the wire) plus the connection's fastest delivery.
   const std::size_t C = a.connections.size();
   std::vector<Nanos> delivery(C, std::numeric_limits<Nanos>::max());
   const auto left = [](const Message& m) { return m.wire_last >= 0 ? m.wire_last : m.sent_app; };
@@ -330,17 +330,17 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
   const auto arrived = [&](const Message& m) {
     return std::min(m.recv_last, std::max(m.sent_app, left(m) + delivery[m.connection]));
   };
-  std::vector<Nanos> usual_lag(C, 0);
+  std::vector<Nanos> wake_lag(C, 0);
   {
     std::vector<std::vector<Nanos>> lags(C);
     for (const Message& m : a.messages) {
       if (m.recv_last >= 0) lags[m.connection].push_back(m.recv_last - arrived(m));
     }
-    for (std::size_t c = 0; c < C; ++c) usual_lag[c] = median_of(std::move(lags[c]));
+    for (std::size_t c = 0; c < C; ++c) wake_lag[c] = lags[c].empty() ? 0 : percentile(std::move(lags[c]), 0.1);
   }
   const auto arrival = [&](const Message& m) {
     if (m.recv_last < 0) return Nanos{-1};
-    return std::min(m.recv_last, arrived(m) + usual_lag[m.connection]);
+    return std::min(m.recv_last, arrived(m) + wake_lag[m.connection]);
   };
 
   // One send per message position; its instances in the used iterations.
@@ -410,36 +410,38 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
   const build::Inferred inf = build::infer_dependencies(sends, rank_start);
 
   // The wait before each send: a compute op when long enough and when it did not
-  // overlap a longer wait of the same rank in the original (a rank computes one
-  // op at a time in the replay); the send's gap otherwise.
-  struct Wait {
-    std::size_t send;
-    Nanos mean, from, to;  // median start and end relative to the rank's iteration start
-  };
-  std::vector<std::vector<Wait>> waits(R);
+  // overlap, in any used iteration, a longer wait of the same rank that already
+  // became a compute op (a replayed rank computes one op at a time; the job ran
+  // its communication threads beside its compute thread, and a wait that
+  // overlapped a long computation only sometimes queued behind it in the replay,
+  // 3 ms in one DDP iteration); the send's gap otherwise, which occupies nothing.
+  std::vector<std::vector<std::pair<Nanos, std::size_t>>> waits(R);  // (mean, send)
   std::vector<Nanos> spreads;
   for (std::size_t i = 0; i < sends.size(); ++i) {
-    std::vector<Nanos> from_rel, to_rel;
-    for (std::size_t k = 0; k < K; ++k) {
-      from_rel.push_back(inf.from[i][k] - rank_start[sends[i].rank][k]);
-      to_rel.push_back(sends[i].ready[k] - rank_start[sends[i].rank][k]);
-    }
     spreads.push_back(build::spread(inf.wait[i]));
-    waits[sends[i].rank].push_back({i, mean_of(inf.wait[i]), median_of(from_rel), median_of(to_rel)});
+    const Nanos mean = mean_of(inf.wait[i]);
+    if (mean >= o.compute_min) waits[sends[i].rank].emplace_back(mean, i);
   }
   std::vector<bool> is_compute(sends.size(), false);
   for (auto& v : waits) {
-    std::vector<const Wait*> order;
-    for (const Wait& w : v) {
-      if (w.mean >= o.compute_min) order.push_back(&w);
-    }
-    std::stable_sort(order.begin(), order.end(), [](const Wait* x, const Wait* y) { return x->mean > y->mean; });
-    std::vector<std::pair<Nanos, Nanos>> taken;
-    for (const Wait* w : order) {
-      const bool overlaps = std::any_of(taken.begin(), taken.end(), [&](const auto& t) { return w->from < t.second && t.first < w->to; });
-      if (overlaps) continue;
-      taken.emplace_back(w->from, w->to);
-      is_compute[w->send] = true;
+    std::stable_sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    // Per used iteration, the computes taken so far: disjoint intervals by start.
+    std::vector<std::map<Nanos, Nanos>> taken(K);
+    const auto overlaps = [&](std::size_t k, Nanos from, Nanos to) {
+      const auto next = taken[k].lower_bound(from);
+      if (next != taken[k].end() && next->first < to) return true;
+      return next != taken[k].begin() && std::prev(next)->second > from;
+    };
+    for (const auto& [mean, i] : v) {
+      bool free = true;
+      for (std::size_t k = 0; k < K && free; ++k) {
+        if (sends[i].ready[k] >= 0) free = !overlaps(k, inf.from[i][k], sends[i].ready[k]);
+      }
+      if (!free) continue;
+      for (std::size_t k = 0; k < K; ++k) {
+        if (sends[i].ready[k] >= 0 && inf.from[i][k] < sends[i].ready[k]) taken[k].emplace(inf.from[i][k], sends[i].ready[k]);
+      }
+      is_compute[i] = true;
     }
   }
 
