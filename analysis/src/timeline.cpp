@@ -39,7 +39,11 @@ Timeline timeline_from_records(const Profile& p, const std::vector<std::vector<R
   t.iterations = n;
   constexpr Nanos kNone = std::numeric_limits<Nanos>::min();
   std::vector<Nanos> start(n, std::numeric_limits<Nanos>::max()), end(n, kNone);
+  // An iteration's time runs from the end of the one before (job-wide: the
+  // last rank's; per rank: its own), the first's from its start: staggered
+  // ranks would otherwise count the stagger in two iterations.
   t.rank_iteration.assign(ranks.size(), std::vector<Nanos>(n, -1));
+  std::vector<std::vector<Nanos>> rank_start(ranks.size(), std::vector<Nanos>(n, kNone)), rank_end = rank_start;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     for (const Record& rec : ranks[r]) {
       if (!rec.is(RecordKind::iteration)) continue;
@@ -47,12 +51,19 @@ Timeline timeline_from_records(const Profile& p, const std::vector<std::vector<R
       if (x.iteration >= n) continue;
       start[x.iteration] = std::min(start[x.iteration], x.start);
       end[x.iteration] = std::max(end[x.iteration], x.end);
-      t.rank_iteration[r][x.iteration] = x.end - x.start;
+      rank_start[r][x.iteration] = x.start;
+      rank_end[r][x.iteration] = x.end;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (rank_end[r][i] == kNone) continue;
+      const Nanos from = i > 0 && rank_end[r][i - 1] != kNone ? rank_end[r][i - 1] : rank_start[r][i];
+      t.rank_iteration[r][i] = rank_end[r][i] - from;
     }
   }
   t.iteration.assign(n, -1);
   for (std::size_t i = 0; i < n; ++i) {
-    if (end[i] != kNone && start[i] != std::numeric_limits<Nanos>::max()) t.iteration[i] = end[i] - start[i];
+    if (end[i] == kNone || start[i] == std::numeric_limits<Nanos>::max()) continue;
+    t.iteration[i] = end[i] - (i > 0 && end[i - 1] != kNone ? end[i - 1] : start[i]);
   }
   t.ops.assign(p.ops.size(), std::vector<Instance>(n));
   t.planned.assign(p.ops.size() * n, -1);

@@ -518,18 +518,28 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
     rep.gap_spread_p90 = percentile(spreads, 0.9);
   }
 
-  // Observed timings, relative to each used iteration's job-wide start.
+  // Observed timings, relative to each used iteration's job-wide start. An
+  // iteration's time runs from the end of the one before (job-wide: its last
+  // rank's last event; per rank: that rank's), as the replay's and the
+  // simulator's do: where ranks' iterations are staggered (a pipeline, MPI
+  // ranks waiting at different points) the earliest start to the latest end
+  // counts the stagger twice, once in each neighbour.
   Observed obs;
   obs.source = "capture " + dirs_text;
   for (std::size_t k = 0; k < K; ++k) {
-    Nanos start = -1, end = -1;
+    Nanos start = -1, end = -1, prev_end = -1;
+    const auto prev = ends.find(choice.used[k] - 1);
+    if (prev != ends.end()) {
+      for (Nanos e : prev->second) prev_end = std::max(prev_end, e);
+    }
     ObservedIteration it;
     for (std::size_t r = 0; r < R; ++r) {
       if (rank_start[r][k] >= 0 && (start < 0 || rank_start[r][k] < start)) start = rank_start[r][k];
       end = std::max(end, rank_end[r][k]);
-      it.rank_durations.push_back(rank_end[r][k] >= 0 && rank_start[r][k] >= 0 ? std::max<Nanos>(0, rank_end[r][k] - rank_start[r][k]) : 0);
+      const Nanos from = prev != ends.end() && prev->second[r] >= 0 ? prev->second[r] : rank_start[r][k];
+      it.rank_durations.push_back(rank_end[r][k] >= 0 && from >= 0 ? std::max<Nanos>(0, rank_end[r][k] - from) : 0);
     }
-    it.duration = std::max<Nanos>(0, end - start);
+    it.duration = std::max<Nanos>(0, end - (prev_end >= 0 ? prev_end : start));
     obs.iterations.push_back(it);
     for (std::size_t i = 0; i < sends.size(); ++i) {
       const build::SendTimes& s = sends[i];

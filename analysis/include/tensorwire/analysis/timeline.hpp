@@ -20,7 +20,10 @@ struct Instance {
 struct Timeline {
   std::string source;  // "run runs/x", "observed timings", "the profile's plan"
   std::size_t iterations = 0;
-  std::vector<Nanos> iteration;  // job-wide durations, -1 unknown
+  // Job-wide durations, each from the end of the iteration before (its last
+  // rank's), the first from its start; -1 unknown. Per rank likewise, from the
+  // rank's own end of the iteration before.
+  std::vector<Nanos> iteration;
   std::vector<std::vector<Nanos>> rank_iteration;  // [rank][iteration], empty if unknown
   std::vector<std::vector<Instance>> ops;  // [op][iteration]; empty if no op timings
   std::vector<Bytes> flow_bytes;  // [flow] over the whole run (0: unknown)
