@@ -165,7 +165,9 @@ Iterations from_annotations(const std::vector<ProcessTrace>& traces, const Captu
   return it;
 }
 
-// A connection's cut can land one message late: the sender's first transfer of
+}  // namespace
+
+// (build_job.hpp) A connection's cut can land one message late: the sender's first transfer of
 // an iteration follows its compute, and when the sender then waits for slower
 // ranks, the idle gap after that transfer can be the longer one. The transfer is
 // then the last of the iteration before, and the receiver, which in the job went
@@ -209,8 +211,6 @@ void move_late_ends(const CaptureAnalysis& a, const std::vector<Direction>& dirs
     }
   }
 }
-
-}  // namespace
 
 Iterations find_iterations(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& a, const Ranks& ranks,
                            const std::vector<Direction>& dirs, std::vector<std::string>& warnings) {

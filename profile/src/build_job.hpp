@@ -76,6 +76,14 @@ struct Iterations {
   std::size_t before_first = 0;  // data messages before the first iteration (set-up, warm-up)
 };
 
+// Per cut direction (`cut`, numbered by `shift`): while, in most iterations, its
+// last message of an iteration was read after its receiver had sent its first
+// message of the next, that message moves to the next iteration (`piece` += 1;
+// at most 3 times). The cut had fallen after the sender's first transfer, as
+// the sender waited longer after it than before it.
+void move_late_ends(const CaptureAnalysis& a, const std::vector<Direction>& dirs, const std::vector<std::size_t>& cut,
+                    const std::vector<std::optional<std::int64_t>>& shift, std::vector<std::vector<std::int64_t>>& piece);
+
 // Iterations from the job's annotations when every rank has them, else from the
 // periodic structure of each rank's traffic (docs/profile-build.md). Throws when
 // neither is found.

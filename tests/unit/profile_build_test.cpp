@@ -176,6 +176,53 @@ HandCapture ping_pong(int iterations, bool heartbeat) {
   return c;
 }
 
+// Two directions: rank 1 -> rank 0 (d0) and rank 0 -> rank 1 (d1), 10 ms
+// iterations. Rank 1's first transfer of each iteration (at +1 ms) was cut into
+// the iteration before; rank 0 reads it at +1.1 ms, after its own first send of
+// the iteration (at +0.5 ms).
+struct LateCut {
+  CaptureAnalysis a;
+  std::vector<build::Direction> dirs{2};
+  std::vector<std::vector<std::int64_t>> piece{2};
+  std::vector<std::optional<std::int64_t>> shift{0, 0};
+  explicit LateCut(Nanos read_after) {
+    dirs[0].src = 1, dirs[0].dst = 0;
+    dirs[1].src = 0, dirs[1].dst = 1;
+    const auto add = [&](std::size_t d, Nanos t, Nanos read, std::int64_t it) {
+      Message m;
+      m.ready = t, m.sent_app = t + 10 * kMicro, m.recv_last = read;
+      dirs[d].messages.push_back(a.messages.size());
+      a.messages.push_back(m);
+      piece[d].push_back(it);
+    };
+    for (int k = 0; k < 8; ++k) {
+      const Nanos t = k * 10 * kMilli;
+      add(1, t + 500 * kMicro, t + 600 * kMicro, k);                    // rank 0's first send of k
+      add(0, t + 1 * kMilli, t + 1 * kMilli + read_after, k == 0 ? 0 : k - 1);  // cut one late
+      add(0, t + 6 * kMilli, t + 6 * kMilli + 100 * kMicro, k);
+    }
+  }
+};
+
+TEST(IterationCuts, ATransferReadAfterItsReceiverWentOnMovesToTheNextIteration) {
+  LateCut c(100 * kMicro);
+  build::move_late_ends(c.a, c.dirs, {0, 1}, c.shift, c.piece);
+  for (std::size_t i = 0; i < c.piece[0].size(); i += 2) {
+    EXPECT_EQ(c.piece[0][i], static_cast<std::int64_t>(i / 2)) << "the first transfer of iteration " << i / 2;
+  }
+  EXPECT_EQ(c.piece[1][3], 3) << "the receiver's own connection is untouched";
+}
+
+TEST(IterationCuts, AReceiverThatWaitedForTheTransferKeepsTheCut) {
+  // Rank 0 sends first in each iteration 2 ms later, after it read the transfer:
+  // it may have waited for it, and the cut stands.
+  LateCut c(100 * kMicro);
+  for (std::size_t i = 0; i < c.dirs[1].messages.size(); ++i) c.a.messages[c.dirs[1].messages[i]].ready += 2 * kMilli;
+  const auto before = c.piece;
+  build::move_late_ends(c.a, c.dirs, {0, 1}, c.shift, c.piece);
+  EXPECT_EQ(c.piece, before);
+}
+
 TEST(ProfileBuild, PeriodicTrafficWarmUpDroppedControlLeftOut) {
   const HandCapture c = ping_pong(12, true);
   const BuiltProfile b = build_profile(c.input(), {});
