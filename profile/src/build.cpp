@@ -360,6 +360,7 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
         s.ready.push_back(m ? m->ready : -1);
         s.sent.push_back(m ? m->sent_app : -1);
         s.received.push_back(m ? arrival(*m) : -1);
+        s.read.push_back(m ? m->recv_last : -1);
         if (m) b.push_back(static_cast<Nanos>(m->end - m->begin));
       }
       sends.push_back(std::move(s));
@@ -548,7 +549,7 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
         obs.ops.push_back({compute_op[i], static_cast<std::uint32_t>(k), std::max<Nanos>(0, inf.from[i][k] - start), s.ready[k] - start});
       }
       obs.ops.push_back({send_op[i], static_cast<std::uint32_t>(k), s.ready[k] - start,
-                         s.received[k] >= 0 ? std::max(s.ready[k], s.received[k]) - start : s.sent[k] - start});
+                         s.read[k] >= 0 ? std::max(s.ready[k], s.read[k]) - start : s.sent[k] - start});
     }
   }
   std::sort(obs.ops.begin(), obs.ops.end(), [](const ObservedOp& x, const ObservedOp& y) {

@@ -95,7 +95,9 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
 struct SendTimes {
   RankId rank = 0;  // the sender
   RankId dst = 0;   // the receiver
-  std::vector<Nanos> ready, sent, received;  // [k]: first call entered; last call returned; last byte read
+  // [k]: first call entered; last call returned; the receipt the ops after it
+  // wait for (docs/profile-build.md); the read that returned the last byte.
+  std::vector<Nanos> ready, sent, received, read;
 };
 struct Inferred {
   std::vector<std::vector<Dependency>> after;  // per send: same-rank sends, or receipts (recv = true)

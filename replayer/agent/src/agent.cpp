@@ -345,13 +345,16 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     while (executor_.pop_completed(it)) iteration_done(it);
     if (const auto w = executor_.next_wake(); w && (!armed_wake_ || *w < *armed_wake_)) {
       armed_wake_ = w;
-      const Nanos set = std::max(mono_now(), *w - wake_delay_.early());
-      wake_.at(set, [this, set, at = *w](Nanos now) {
+      // Woken early by the timer's usual delay, then spinning to the planned
+      // time: a send never goes before it. Not where spinning is off (more
+      // agents than cores: a spinning agent takes the core of another).
+      const Nanos early = c_.spin > 0 ? std::max(c_.spin, wake_delay_.early()) : 0;
+      wake_.at(*w, [this, set = *w - early](Nanos now) {
         armed_wake_.reset();
         wake_delay_.observe(set, now);
-        executor_.tick(std::max(now, at));
+        executor_.tick(now);
         pump();
-      });
+      }, early);
     }
     if (executor_.finished() && !finishing_) start_finishing();
   }

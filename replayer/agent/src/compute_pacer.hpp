@@ -3,8 +3,9 @@
 // ops per iteration late by 25 us each made a 13 ms iteration 3% too long, and
 // every gap before a send was as late again. Two corrections:
 // - WakeDelay: timers are set early by the delay they have shown (a running
-//   median of the delays seen so far), so that wake-ups are as often early as
-//   late. Waiting for a gap, the agent then treats the planned time as come.
+//   median of the delays seen so far). A compute then ends as often early as
+//   late; waiting for a gap, the agent spins from the early wake-up to the
+//   planned time, so that a send never goes before it.
 // - ComputePacer: what one compute op still overran is carried into the next op
 //   that was already waiting for the rank (ready before, or right as, the
 //   previous one ended), which ends that much earlier (never before it started).
