@@ -56,14 +56,16 @@ Timeline timeline_from_records(const Profile& p, const std::vector<std::vector<R
     }
     for (std::size_t i = 0; i < n; ++i) {
       if (rank_end[r][i] == kNone) continue;
-      const Nanos from = i > 0 && rank_end[r][i - 1] != kNone ? rank_end[r][i - 1] : rank_start[r][i];
-      t.rank_iteration[r][i] = rank_end[r][i] - from;
+      const bool after = i > 0 && rank_end[r][i - 1] != kNone && rank_end[r][i - 1] <= rank_end[r][i];
+      t.rank_iteration[r][i] = rank_end[r][i] - (after ? rank_end[r][i - 1] : rank_start[r][i]);
     }
   }
   t.iteration.assign(n, -1);
   for (std::size_t i = 0; i < n; ++i) {
     if (end[i] == kNone || start[i] == std::numeric_limits<Nanos>::max()) continue;
-    t.iteration[i] = end[i] - (i > 0 && end[i - 1] != kNone ? end[i - 1] : start[i]);
+    // A partial run (a rank's records of i missing) can end i before i - 1.
+    const bool after = i > 0 && end[i - 1] != kNone && end[i - 1] <= end[i];
+    t.iteration[i] = end[i] - (after ? end[i - 1] : start[i]);
   }
   t.ops.assign(p.ops.size(), std::vector<Instance>(n));
   t.planned.assign(p.ops.size() * n, -1);

@@ -48,6 +48,8 @@ class Reader : public YamlReader {
   std::vector<const Node*> op_after_;
   std::vector<bool> op_valid_;
   std::unordered_set<std::string> buckets_;
+  std::uint64_t iterations_ = 1;  // the profile's, for the per-iteration lists
+  std::uint64_t per_iteration_entries_ = 0;
 };
 
 void Reader::read(Profile& p) {
@@ -75,6 +77,7 @@ void Reader::read(Profile& p) {
   read_metadata(f[1], p.metadata);
   if (auto v = uint_field(f[2], "the profile", "iterations", 1, limits::kMaxIterations)) p.iterations = *v;
   if (auto v = bool_field(f[3], "the profile", "iteration_barrier")) p.iteration_barrier = *v;
+  iterations_ = p.iterations;
   read_ranks(f[4], p);
   read_flows(f[5], p);
   read_tensors(f[6], p);
@@ -196,9 +199,15 @@ bool Reader::per_iteration(const Node* n, const What& what, const char* field, N
     return false;
   }
   const auto items = doc_.children(*n);
-  if (items.size() > limits::kMaxIterations) {
-    error(*n, what + ": '" + field + "' has " + std::to_string(items.size()) + " entries, more than " +
-                  std::to_string(limits::kMaxIterations));
+  if (items.size() > iterations_) {
+    error(*n, what + ": '" + field + "' has " + std::to_string(items.size()) + " entries, more than the profile's " +
+                  std::to_string(iterations_) + " iterations");
+    return false;
+  }
+  per_iteration_entries_ += items.size();
+  if (per_iteration_entries_ > limits::kMaxPerIterationEntries) {
+    error(*n, what + ": more than " + std::to_string(limits::kMaxPerIterationEntries) +
+                  " entries in 'durations' and 'gaps' over the whole profile");
     return false;
   }
   bool ok = true;

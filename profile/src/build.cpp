@@ -506,7 +506,10 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
     } else {
       s.after = deps_of(i);
       s.gap = std::clamp<Nanos>(wait, 0, limits::kMaxDuration);
-      if (o.per_iteration && s.gap > 0) s.gaps = each_iteration(i, 0, s.gap);
+      if (o.per_iteration) {
+        s.gaps = each_iteration(i, 0, s.gap);
+        if (std::all_of(s.gaps.begin(), s.gaps.end(), [](Nanos g) { return g == 0; })) s.gaps.clear();
+      }
     }
     rep.sends_with_dependencies += !inf.after[i].empty();
     p.ops[send_op[i]] = std::move(s);
@@ -529,7 +532,8 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
   obs.source = "capture " + dirs_text;
   for (std::size_t k = 0; k < K; ++k) {
     Nanos start = -1, end = -1, prev_end = -1;
-    const auto prev = ends.find(choice.used[k] - 1);
+    // The first used iteration from its start, as a replay's first iteration.
+    const auto prev = k == 0 ? ends.end() : ends.find(choice.used[k] - 1);
     if (prev != ends.end()) {
       for (Nanos e : prev->second) prev_end = std::max(prev_end, e);
     }

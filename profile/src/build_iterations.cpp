@@ -180,20 +180,28 @@ void move_late_ends(const CaptureAnalysis& a, const std::vector<Direction>& dirs
                     const std::vector<std::optional<std::int64_t>>& shift, std::vector<std::vector<std::int64_t>>& piece) {
   constexpr int kMaxMoves = 3;
   const auto numbered = [&](std::size_t d, std::size_t i) { return piece[d][i] == kNoIteration ? kNoIteration : piece[d][i] - *shift[d]; };
+  // Per rank: iteration -> its first send in it, over its cut directions; made
+  // again only for a rank one of whose directions moved.
+  std::map<RankId, std::map<std::int64_t, Nanos>> first_send;
+  const auto starts_of = [&](RankId r) -> const std::map<std::int64_t, Nanos>& {
+    const auto [x, fresh] = first_send.try_emplace(r);
+    if (!fresh) return x->second;
+    for (std::size_t e : cut) {
+      if (!shift[e] || dirs[e].src != r) continue;
+      for (std::size_t i = 0; i < dirs[e].messages.size(); ++i) {
+        const std::int64_t j = numbered(e, i);
+        if (j == kNoIteration) continue;
+        const Nanos t = a.messages[dirs[e].messages[i]].ready;
+        const auto [y, first] = x->second.try_emplace(j, t);
+        if (!first) y->second = std::min(y->second, t);
+      }
+    }
+    return x->second;
+  };
   for (std::size_t d : cut) {
     if (!shift[d]) continue;
     for (int move = 0; move < kMaxMoves; ++move) {
-      std::map<std::int64_t, Nanos> next_start;  // iteration -> the receiver's first send in it
-      for (std::size_t e : cut) {
-        if (!shift[e] || dirs[e].src != dirs[d].dst) continue;
-        for (std::size_t i = 0; i < dirs[e].messages.size(); ++i) {
-          const std::int64_t j = numbered(e, i);
-          if (j == kNoIteration) continue;
-          const Nanos t = a.messages[dirs[e].messages[i]].ready;
-          const auto [x, fresh] = next_start.try_emplace(j, t);
-          if (!fresh) x->second = std::min(x->second, t);
-        }
-      }
+      const auto& next_start = starts_of(dirs[d].dst);
       std::map<std::int64_t, std::size_t> last;  // iteration -> index of d's last message in it
       for (std::size_t i = 0; i < dirs[d].messages.size(); ++i) {
         if (const std::int64_t j = numbered(d, i); j != kNoIteration) last[j] = i;
@@ -207,7 +215,11 @@ void move_late_ends(const CaptureAnalysis& a, const std::vector<Direction>& dirs
         late += m.recv_last > n->second;
       }
       if (seen < 3 || 2 * late <= seen) break;
-      for (const auto& [j, i] : last) piece[d][i] += 1;
+      // Only where the receiver has a next iteration: the last one's end stays.
+      for (const auto& [j, i] : last) {
+        if (next_start.count(j + 1)) piece[d][i] += 1;
+      }
+      first_send.erase(dirs[d].src);
     }
   }
 }

@@ -25,8 +25,7 @@ TEST(WakeDelay, SettlesOnTheMedianDelayAndStaysWithinItsBound) {
 }
 
 TEST(ComputePacer, BackToBackOpsEndWhenTheSumOfTheirDurationsSays) {
-  WakeDelay w;  // no early wake-up yet: the carry alone
-  ComputePacer p(w);
+  ComputePacer p;
   // Three ops queued behind each other, each timer 30 us late.
   Nanos t = 0;
   Nanos deadline = p.deadline(0, t, us(500));
@@ -35,34 +34,45 @@ TEST(ComputePacer, BackToBackOpsEndWhenTheSumOfTheirDurationsSays) {
   p.ended(t);
   EXPECT_EQ(p.carry(), us(30));
   deadline = p.deadline(0, t, us(500));  // was ready at 0: it waited for the first
-  EXPECT_EQ(deadline - t, us(470) - w.early()) << "shortened by what the first overran";
+  EXPECT_EQ(deadline - t, us(470)) << "shortened by what the first overran";
   t = deadline + us(30);
   p.ended(t);
   deadline = p.deadline(us(100), t, us(500));
   t = deadline + us(30);
   p.ended(t);
-  // Without the carry the three would end at 1590 us; with it, one delay late.
-  EXPECT_LE(t, us(1500) + us(30) + us(2));
+  EXPECT_EQ(t, us(1500) + us(30)) << "without the carry, 1590 us: one delay late, not three";
+}
+
+TEST(ComputePacer, EarlyAndLateEndsCancelAlongAChain) {
+  ComputePacer p;
+  // Timers set early by a wake-up estimate end 20 us early, then 20 us late, in turn.
+  Nanos t = 0;
+  for (int i = 0; i < 10; ++i) {
+    const Nanos deadline = p.deadline(0, t, us(300));
+    t = deadline + (i % 2 == 0 ? -us(20) : us(20));
+    p.ended(t);
+  }
+  // An early end lengthens the next op as a late one shortens it: the chain ends
+  // within one wake-up of the sum of its durations (the last one was late).
+  EXPECT_EQ(t, us(3000) + us(20));
 }
 
 TEST(ComputePacer, LatenessBeforeAnIdleStretchIsNotCarried) {
-  WakeDelay w;
-  ComputePacer p(w);
+  ComputePacer p;
   Nanos deadline = p.deadline(0, 0, us(500));
   p.ended(deadline + us(40));
   // The next op became ready long after: the rank was idle, the 40 us were absorbed.
   deadline = p.deadline(us(2000), us(2000), us(500));
-  EXPECT_EQ(deadline, us(2500) - w.early());
+  EXPECT_EQ(deadline, us(2500));
   EXPECT_EQ(p.carry(), 0);
 }
 
 TEST(ComputePacer, NeverEndsAnOpBeforeItStarted) {
-  WakeDelay w;
-  ComputePacer p(w, us(50), us(2000));
+  ComputePacer p(us(50), us(2000));
   p.ended(p.deadline(0, 0, us(100)) + us(900));  // one long stall
   const Nanos start = us(1000);
   const Nanos deadline = p.deadline(start - us(10), start, us(300));
-  EXPECT_GE(deadline, start);
+  EXPECT_GT(deadline, start);
   EXPECT_LT(deadline, start + us(300));
   p.ended(start + us(5));
   EXPECT_GT(p.carry(), 0) << "what could not be made up stays owed";

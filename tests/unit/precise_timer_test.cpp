@@ -58,6 +58,36 @@ TEST(PreciseTimer, ALateWakeUpDoesNotSpin) {
   EXPECT_EQ(reads, 2);
 }
 
+TEST(PreciseTimer, AWindowForOneCallAndWhenItWoke) {
+  reset();
+  boost::asio::io_context ctx;
+  PreciseTimer t(ctx, 0, ticking_clock);
+  Nanos got = -1, woke = -1;
+  bool timed = true;
+  // Due within the 5 us window asked for this call: posted, spun to the deadline.
+  t.at(3'000, [&](Nanos now) { got = now, woke = t.woke(), timed = t.timed(); }, 5'000);
+  ctx.run();
+  EXPECT_EQ(got, 3'000) << "never before the deadline";
+  EXPECT_EQ(woke, 200) << "the reading before the spin";
+  EXPECT_FALSE(timed) << "posted, not woken by the timer";
+  // Not due: the Asio timer wakes it (at once here: fake times are in the past).
+  ctx.restart();
+  t.at(1'000'000, [&](Nanos) { timed = t.timed(); });
+  ctx.run();
+  EXPECT_TRUE(timed);
+}
+
+TEST(PreciseTimer, ACancelledPostedCallDoesNotRun) {
+  reset();
+  boost::asio::io_context ctx;
+  PreciseTimer t(ctx, 0, ticking_clock);
+  int calls = 0;
+  t.at(0, [&](Nanos) { ++calls; });  // due: posted
+  t.cancel();
+  ctx.run();
+  EXPECT_EQ(calls, 0);
+}
+
 TEST(PreciseTimer, ArmingAgainReplacesAndCancelDrops) {
   reset();
   boost::asio::io_context ctx;

@@ -102,6 +102,7 @@ TEST(ProfileLoad, RejectsBadSizesAndDurations) {
 
 TEST(ProfileLoad, ReadsPerIterationDurationsAndGapsAndChecksThem) {
   std::string text = with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, durations: [1ms, 3ms, 2ms]}");
+  text = text.replace(text.find("iterations: 2"), 13, "iterations: 4");  // a list is at most one per iteration
   text = text.replace(text.find("bytes: 1MiB, after"), 18, "bytes: 1MiB, gap: 5us, gaps: [0, 10us], after");
   const ProfileLoad both = load_profile_text(text, "t.yaml");
   ASSERT_TRUE(both.ok()) << problems(text);
@@ -124,6 +125,8 @@ TEST(ProfileLoad, ReadsPerIterationDurationsAndGapsAndChecksThem) {
             "t.yaml:10:70: op 'c0': 'durations' must be a duration like 1.5ms or 250us, got 'lots'\n");
   EXPECT_EQ(problems(with_line(11, "  - {id: s0, type: send, flow: f01, bytes: 1MiB, durations: [1ms], after: [c0]}")),
             "t.yaml:11:61: op 's0': field 'durations' does not apply to a send op\n");
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, durations: [1ms, 2ms, 3ms]}")),
+            "t.yaml:10:64: op 'c0': 'durations' has 3 entries, more than the profile's 2 iterations\n");
   EXPECT_EQ(problems(with_line(11, "  - {id: s0, type: send, flow: f01, bytes: 1MiB, gaps: [-1us], after: [c0]}")),
             "t.yaml:11:57: op 's0': 'gaps' must be zero or more, got -1us\n");
 }

@@ -346,22 +346,28 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     if (const auto w = executor_.next_wake(); w && (!armed_wake_ || *w < *armed_wake_)) {
       armed_wake_ = w;
       // Woken early by the timer's usual delay, then spinning to the planned
-      // time: a send never goes before it. Not where spinning is off (more
-      // agents than cores: a spinning agent takes the core of another).
-      const Nanos early = c_.spin > 0 ? std::max(c_.spin, wake_delay_.early()) : 0;
-      wake_.at(*w, [this, set = *w - early](Nanos now) {
+      // time: a send never goes before it. Where spinning is off (more agents
+      // than cores: a spinning agent takes another's core), set on time.
+      const Nanos spin = c_.spin > 0 ? std::max(c_.spin, wake_delay_.early()) : 0;
+      wake_.at(*w, [this, set = *w - spin](Nanos now) {
         armed_wake_.reset();
-        wake_delay_.observe(set, now);
+        if (wake_.timed()) wake_delay_.observe(set, wake_.woke());
         executor_.tick(now);
         pump();
-      }, early);
+      }, spin);
     }
     if (executor_.finished() && !finishing_) start_finishing();
   }
 
   void start_compute(const Action& a) {
     const Nanos start = mono_now();
-    compute_timer_.at(pacer_.deadline(a.at, start, a.duration), [this, a, start](Nanos now) {
+    const Nanos end = pacer_.deadline(a.at, start, a.duration);
+    // Spinning: woken early, spin to the end. Not spinning: set early, so that
+    // ends fall as often before the deadline as after it.
+    const Nanos spin = c_.spin > 0 ? std::max(c_.spin, wake_delay_.early()) : 0;
+    const Nanos target = c_.spin > 0 ? end : std::max(start, end - wake_delay_.early());
+    compute_timer_.at(target, [this, a, start, set = target - spin](Nanos now) {
+      if (compute_timer_.timed()) wake_delay_.observe(set, compute_timer_.woke());
       pacer_.ended(now);
       ComputeRecord r;
       r.rank = static_cast<std::uint16_t>(rank_);
@@ -374,7 +380,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       progress();
       executor_.compute_done(a.op, a.iteration, now);
       pump();
-    });
+    }, spin);
   }
 
   // ---- events of the flows ---------------------------------------------------
@@ -515,7 +521,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   PreciseTimer wake_;
   PreciseTimer compute_timer_;
   WakeDelay wake_delay_;
-  ComputePacer pacer_{wake_delay_};
+  ComputePacer pacer_;
   asio::steady_timer watchdog_;
   asio::signal_set signals_;
   Recorder recorder_;

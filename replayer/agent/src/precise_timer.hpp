@@ -31,21 +31,29 @@ class PreciseTimer {
   void at(Nanos deadline, F fn, Nanos spin = -1) {
     const std::uint64_t g = ++generation_;
     if (spin < 0) spin = spin_;
-    auto call = [this, deadline, spin, fn = std::move(fn), g]() mutable {
+    auto call = [this, deadline, spin, fn = std::move(fn), g](bool timed) mutable {
       if (g != generation_) return;
       Nanos now = clock_();
+      woke_ = now;
+      timed_ = timed;
       while (now < deadline && spin > 0) now = clock_();
       fn(now);
     };
     if (deadline - spin <= clock_()) {
-      boost::asio::post(timer_.get_executor(), std::move(call));
+      boost::asio::post(timer_.get_executor(), [call = std::move(call)]() mutable { call(false); });
       return;
     }
     timer_.expires_at(steady_at(deadline - spin));
     timer_.async_wait([call = std::move(call)](const boost::system::error_code& ec) mutable {
-      if (!ec) call();
+      if (!ec) call(true);
     });
   }
+
+  // During fn: when the call woke up, before any spin, and whether the Asio
+  // timer woke it (false: the deadline was due when armed, and it was posted).
+  // What a wake-up delay estimate should see.
+  Nanos woke() const { return woke_; }
+  bool timed() const { return timed_; }
 
   void cancel() {
     ++generation_;
@@ -57,6 +65,8 @@ class PreciseTimer {
   Nanos spin_;
   Clock clock_;
   std::uint64_t generation_ = 0;
+  Nanos woke_ = 0;
+  bool timed_ = false;
 };
 
 }  // namespace tw

@@ -155,6 +155,7 @@ namespace limits {
 inline constexpr std::uint64_t kMaxRanks = 65536;
 inline constexpr std::uint64_t kMaxOps = 10'000'000;
 inline constexpr std::uint64_t kMaxIterations = 10'000'000;
+inline constexpr std::uint64_t kMaxPerIterationEntries = 50'000'000;  // all ops' `durations` and `gaps` together
 inline constexpr Bytes kMaxMessageBytes = 64 * kGiB;
 inline constexpr Nanos kMaxDuration = 3600 * kSecond;
 inline constexpr std::uint32_t kMaxIterationsBack = 1000;
