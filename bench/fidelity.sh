@@ -5,7 +5,8 @@
 #    pipeline over Gloo send/recv, mpi4py over OpenMPI's TCP transport) runs under
 #    capture on N namespace hosts, is built, replayed on the same hosts closed loop
 #    and open loop, and compared with the capture (examples/testbed-loop.sh), R
-#    times; the table gives the median over the repetitions of each figure.
+#    times; the table gives the median over the repetitions of each figure. Then
+#    the closed loop again on 2 hosts, a core per rank on this 2-core machine.
 # 2. Predictive check: DDP captured on the unshaped testbed is replayed on a shaped
 #    one (every link 1 Gb/s, hosts 0-1 at 300 Mb/s), and the real job runs on that
 #    same shaped testbed: the replay's iteration time against the real job's.
@@ -45,6 +46,13 @@ for ((i = 1; i <= reps; i++)); do
   done
 done
 
+# 1b. The same with a core per rank: 2 hosts on this 2-core machine, closed loop.
+for ((i = 1; i <= reps; i++)); do
+  echo "== a core per rank: repetition $i of $reps" >&2
+  bash examples/testbed-loop.sh --hosts 2 --iterations "$iterations" --out "$out/two$i" --name "$name" --tw "$tw" \
+    > "$out/two$i.log" 2>&1 || echo "2 hosts, repetition $i: a job failed (see $out/two$i.log)" >&2
+done
+
 # 2. Predictive check.
 echo "== predictive check" >&2
 p=$out/predict
@@ -77,9 +85,9 @@ $PY - "$out" "$reps" "$hosts" "$iterations" "$load_before" "$load_after" > docs/
 import glob, json, os, statistics, subprocess, sys
 out, reps, hosts, iterations, load_before, load_after = sys.argv[1:7]
 med = lambda v: statistics.median(v) if v else None
-def stats(job, name):
+def stats(job, name, reps_glob="rep*"):
     rows = []
-    for d in sorted(glob.glob(f"{out}/rep*/{job}")):
+    for d in sorted(glob.glob(f"{out}/{reps_glob}/{job}")):
         f = f"{d}/{name}"
         if os.path.exists(f):
             rows.append(json.load(open(f)))
@@ -129,6 +137,21 @@ for job in ["ddp", "ps", "pipeline", "mpi"]:
         print(f"| {job} | {loop} | {fig(rows, 'iteration_error_pct', 'p50')} | {fig(rows, 'iteration_error_pct', 'p95')} | "
               f"{fig(rows, 'start_offset_error_ns', 'p50', 1e-3, 'us')} | {fig(rows, 'start_offset_error_ns', 'p99', 1e-3, 'us')} | "
               f"{fig(rows, 'flow_rate_error_pct', 'p50')} |")
+print()
+print("### With a core per rank")
+print()
+print("The same loop on 2 hosts (2 ranks on the 2 cores: neither the job nor the replay shares a core),")
+print("closed loop:")
+print()
+print("| job | iteration error p50 | p95 | start offset p50 | p99 |")
+print("|---|---|---|---|---|")
+for job in ["ddp", "ps", "pipeline", "mpi"]:
+    rows = stats(job, "compare.json", "two*")
+    if not rows:
+        print(f"| {job} | (no run) | | | |")
+        continue
+    print(f"| {job} | {fig(rows, 'iteration_error_pct', 'p50')} | {fig(rows, 'iteration_error_pct', 'p95')} | "
+          f"{fig(rows, 'start_offset_error_ns', 'p50', 1e-3, 'us')} | {fig(rows, 'start_offset_error_ns', 'p99', 1e-3, 'us')} |")
 print()
 print("Targets (issue 12): median iteration-time error at most 5%, heading for 2%; start offset p50 within")
 print("50 us and p99 within 200 us. A flow's rate is its bytes over the time it had a message in flight")
