@@ -51,7 +51,11 @@ Inferred infer_dependencies(const std::vector<SendTimes>& sends, const std::vect
   for (std::size_t i = 0; i < sends.size(); ++i) {
     const SendTimes& s = sends[i];
     if (s.rank < ranks) by_rank[s.rank].push_back({static_cast<OpIndex>(i), false, relative_median(s.sent, rank_start[s.rank]), &s.sent});
-    if (s.dst < ranks) by_rank[s.dst].push_back({static_cast<OpIndex>(i), true, relative_median(s.received, rank_start[s.dst]), &s.received});
+    // A receipt as a candidate: when the job read it (what its next op followed),
+    // or the receipt where the read is unknown. The wait after it counts from
+    // the receipt (below), so a job that read late keeps its busy time there.
+    const std::vector<Nanos>& trigger = s.read.size() == s.received.size() ? s.read : s.received;
+    if (s.dst < ranks) by_rank[s.dst].push_back({static_cast<OpIndex>(i), true, relative_median(trigger, rank_start[s.dst]), &trigger});
   }
   for (auto& v : by_rank) {
     std::stable_sort(v.begin(), v.end(), [](const Candidate& x, const Candidate& y) { return x.median < y.median; });

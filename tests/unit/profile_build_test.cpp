@@ -66,6 +66,34 @@ TEST(InferDependencies, KnownDagWithJitterGivesItsEdges) {
   EXPECT_NEAR(static_cast<double>(w[K / 2]), 200e3, 20e3);
 }
 
+TEST(InferDependencies, ASendThatHeldItsThreadPassesTheTimeOn) {
+  // Rank 0 sends A, computes 300 us, sends B. A's call takes 20 us, but 2 ms
+  // in iteration 5 (the thread descheduled inside it): B's wait in iteration 5
+  // counts from A's usual return, so it holds the 2 ms the replay's A will not.
+  std::vector<build::SendTimes> s(2);
+  s[0].rank = s[1].rank = 0;
+  s[0].dst = s[1].dst = 1;
+  const std::size_t K = 12;
+  std::vector<std::vector<Nanos>> start(2, std::vector<Nanos>(K));
+  for (std::size_t k = 0; k < K; ++k) {
+    const Nanos t0 = static_cast<Nanos>(k) * 10 * kMilli + static_cast<Nanos>(k % 3) * 200 * kMicro;
+    start[0][k] = start[1][k] = static_cast<Nanos>(k) * 10 * kMilli;
+    const Nanos call = k == 5 ? 2 * kMilli : 20 * kMicro;
+    s[0].ready.push_back(t0 + 1 * kMilli);
+    s[0].sent.push_back(s[0].ready.back() + call);
+    s[0].received.push_back(s[0].sent.back() + 10 * kMicro);
+    s[1].ready.push_back(s[0].sent.back() + 300 * kMicro);
+    s[1].sent.push_back(s[1].ready.back() + 20 * kMicro);
+    s[1].received.push_back(s[1].sent.back() + 10 * kMicro);
+  }
+  const build::Inferred inf = build::infer_dependencies(s, start);
+  ASSERT_EQ(inf.after[1].size(), 1u);
+  EXPECT_EQ(inf.after[1][0].op, 0u);
+  EXPECT_FALSE(inf.after[1][0].recv);
+  EXPECT_EQ(inf.wait[1][4], 300 * kMicro);
+  EXPECT_EQ(inf.wait[1][5], 2 * kMilli - 20 * kMicro + 300 * kMicro) << "the held time, not only the compute";
+}
+
 TEST(InferDependencies, AnEventThatIsSometimesLaterIsNoDependency) {
   // Y becomes ready after X's receipt in most iterations but not in all: no edge.
   std::vector<build::SendTimes> s(2);
@@ -299,6 +327,39 @@ TEST(ProfileBuild, ComputeKeepsEachIterationsDurationUnlessTypicalIsAsked) {
   }
   EXPECT_EQ(t.profile.ops[t.profile.op_by_id.at(pre.id)].duration, pre.duration);
   EXPECT_EQ(parse_build_command("tensorwire profile build cap -o x.yaml --typical").options.per_iteration, false);
+}
+
+TEST(ProfileBuild, AReadThatCameLateLeavesTheBusyTimeInTheWait) {
+  // Rank 1 answers each gradient 300 us after reading it. It reads at once
+  // (50 us after the send) except in every fourth iteration, where it was busy
+  // and read 1.5 ms late. The receipt is the arrival (plus the connection's
+  // wake-up lag, here none), so the answer's wait holds the busy time: the
+  // replay's agent, which reads at once, answers as late as the job did.
+  HandCapture c(2);
+  const std::uint32_t data = c.connect(0, 40000, 1, 40001);
+  Nanos t = 1 * kMilli;
+  for (int k = 0; k < 14; ++k) {
+    t += 5 * kMilli;
+    const Nanos read = k % 4 == 2 ? 1550 * kMicro : 50 * kMicro;
+    c.send(0, 1, data, t, 200000, read);
+    c.send(1, 0, data, t + read + 300 * kMicro, 100000);
+    c.send(0, 1, data, t + read + 700 * kMicro, 50000);
+    c.send(1, 0, data, t + read + 1000 * kMicro, 50000);
+    t += read + 1200 * kMicro;
+  }
+  const BuiltProfile b = build_profile(c.input(), {});
+  const auto it = std::find_if(b.profile.ops.begin(), b.profile.ops.end(), [](const Op& op) {
+    return op.type == OpType::send && op.bytes == 100000;
+  });
+  ASSERT_TRUE(it != b.profile.ops.end());
+  const Op& answer = *it;
+  ASSERT_EQ(answer.after.size(), 1u) << write_profile_yaml(b.profile);
+  const Op& pre = b.profile.ops[answer.after[0].op];
+  ASSERT_EQ(pre.type, OpType::compute) << write_profile_yaml(b.profile);
+  ASSERT_FALSE(pre.durations.empty());
+  const auto [lo, hi] = std::minmax_element(pre.durations.begin(), pre.durations.end());
+  EXPECT_NEAR(static_cast<double>(*lo), 300e3, 20e3);
+  EXPECT_NEAR(static_cast<double>(*hi), 1800e3, 20e3) << "the 1.5 ms the job was busy before it read";
 }
 
 TEST(ProfileBuild, KeepControlKeepsTheConnectionsLeftOut) {
