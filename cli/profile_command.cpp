@@ -1,4 +1,5 @@
 // `tensorwire profile ...`: synth, validate, show, models.
+#include <algorithm>
 #include <fmt/core.h>
 
 #include <cmath>
@@ -128,6 +129,12 @@ int run_show(const std::string& file, bool json, double link_gbps) {
   if (s.send_ops > 0) {
     fmt::print("  bytes per iteration {}; messages from {} to {}\n", human_bytes(s.bytes_per_iteration),
                human_bytes(s.smallest_message), human_bytes(s.largest_message));
+  }
+  const auto varying_durations = std::count_if(p.ops.begin(), p.ops.end(), [](const Op& op) { return !op.durations.empty(); });
+  const auto varying_gaps = std::count_if(p.ops.begin(), p.ops.end(), [](const Op& op) { return !op.gaps.empty(); });
+  if (varying_durations + varying_gaps > 0) {
+    fmt::print("  each iteration its own: durations of {} of the compute ops, gaps of {} ops (compute and the\n"
+               "  lower bound below use their means)\n", varying_durations, varying_gaps);
   }
   fmt::print("\n");
   TextTable ranks({"rank", "role", "host", "sends/iter", "receives/iter", "compute/iter", "compute ops", "send ops"});
