@@ -474,12 +474,14 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
     for (const Dependency& d : inf.after[i]) after.push_back({send_op[d.op], d.recv, 0});
     return after;
   };
-  // The wait in each used iteration; the typical value where the send is missing.
+  // The wait in each used iteration (the typical value where the send is
+  // missing); none when every iteration has the typical value.
   const auto each_iteration = [&](std::size_t i, Nanos min, Nanos typical) {
     std::vector<Nanos> v(K, typical);
     for (std::size_t k = 0; k < K; ++k) {
       if (sends[i].ready[k] >= 0) v[k] = std::clamp<Nanos>(inf.wait[i][k], min, limits::kMaxDuration);
     }
+    if (std::all_of(v.begin(), v.end(), [&](Nanos x) { return x == typical; })) v.clear();
     return v;
   };
   for (std::size_t i = 0; i < sends.size(); ++i) {
@@ -506,10 +508,7 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
     } else {
       s.after = deps_of(i);
       s.gap = std::clamp<Nanos>(wait, 0, limits::kMaxDuration);
-      if (o.per_iteration) {
-        s.gaps = each_iteration(i, 0, s.gap);
-        if (std::all_of(s.gaps.begin(), s.gaps.end(), [](Nanos g) { return g == 0; })) s.gaps.clear();
-      }
+      if (o.per_iteration) s.gaps = each_iteration(i, 0, s.gap);
     }
     rep.sends_with_dependencies += !inf.after[i].empty();
     p.ops[send_op[i]] = std::move(s);
