@@ -88,7 +88,8 @@ int run_command(const RunArgs& a) {
   o.quiet = a.quiet || a.json;
   o.join_timeout = seconds_option(a.join_timeout_s, "--join-timeout");
   if (a.timeout_s > 0) o.run_timeout = seconds_option(a.timeout_s, "--timeout");
-  o.settings = make_run_settings(p, a.replay, {.scale = scale, .local_agents = a.local, .cores = std::thread::hardware_concurrency()});
+  const std::size_t local_agents = agents_on_this_machine(a.local, a.testbed, ranks);
+  o.settings = make_run_settings(p, a.replay, {.scale = scale, .local_agents = local_agents, .cores = std::thread::hardware_concurrency()});
   o.time_scale = scale.factor();
   o.slowdown.assign(ranks, 1.0);
   for (const auto& [rank, f] : parse_slow_ranks(a.slow_ranks, ranks)) o.slowdown[rank] = f;

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <vector>
+
 namespace tw {
 namespace {
 
@@ -22,6 +25,38 @@ TEST(WakeDelay, SettlesOnTheMedianDelayAndStaysWithinItsBound) {
   EXPECT_EQ(w.early(), us(200)) << "never more than its bound ahead";
   for (int i = 0; i < 1000; ++i) w.observe(us(10), 0);
   EXPECT_EQ(w.early(), 0) << "nor behind the deadline";
+}
+
+// A timer armed for t wakes at t + 40 us, as on a host whose cores are busy.
+// Returns when the planned work of each of 200 waits went, relative to its plan.
+std::vector<Nanos> waits(Nanos spin) {
+  WakeDelay delay;
+  std::vector<Nanos> went;
+  for (int i = 0; i < 200; ++i) {
+    const Nanos planned = us(1000) * (i + 1);
+    const WakePlan plan = plan_wake(planned, spin, delay);
+    const Nanos armed = plan.set - plan.spin;  // PreciseTimer arms the spin window early
+    const Nanos woke = armed + us(40);
+    delay.observe(armed, woke);
+    went.push_back(std::max(std::max(woke, plan.set), plan.planned) - planned);
+  }
+  return went;
+}
+
+TEST(WakePlan, NotSpinningTheWaitIsSetEarlyByTheUsualDelayAndEndsOnTime) {
+  const auto went = waits(0);
+  EXPECT_EQ(went.front(), us(40)) << "nothing learnt yet: set on time, 40 us late";
+  for (std::size_t i = 100; i < went.size(); ++i) EXPECT_LE(std::abs(went[i]), us(1)) << i;
+}
+
+TEST(WakePlan, SpinningNeverGoesBeforeThePlannedTime) {
+  const auto went = waits(us(20));
+  EXPECT_EQ(went.front(), us(20)) << "the 20 us spin window does not cover a 40 us delay";
+  for (std::size_t i = 100; i < went.size(); ++i) {
+    EXPECT_GE(went[i], 0) << i;
+    EXPECT_LE(went[i], us(1)) << i << ": the estimate moves in 1 us steps around the delay";
+  }
+  for (Nanos w : went) EXPECT_GE(w, 0);
 }
 
 TEST(ComputePacer, BackToBackOpsEndWhenTheSumOfTheirDurationsSays) {

@@ -17,6 +17,9 @@ Profile mlp() { return load_profile_or_throw(std::string(TW_SOURCE_DIR) + "/traf
 
 TEST(RunSettings, SpinsUnlessLocalAgentsOutnumberTheCores) {
   ReplayOptions o;
+  EXPECT_EQ(agents_on_this_machine(3, 0, 3), 3u) << "--local 3";
+  EXPECT_EQ(agents_on_this_machine(0, 2, 3), 3u) << "a testbed's hosts share this machine";
+  EXPECT_EQ(agents_on_this_machine(0, 0, 3), 0u) << "--hosts or --expect: elsewhere";
   EXPECT_EQ(spin_us_for(o, {}), 20.0) << "one agent, or agents elsewhere";
   EXPECT_EQ(spin_us_for(o, {.local_agents = 3, .cores = 4}), 20.0);
   EXPECT_EQ(spin_us_for(o, {.local_agents = 4, .cores = 4}), 0.0);

@@ -345,16 +345,18 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     while (executor_.pop_completed(it)) iteration_done(it);
     if (const auto w = executor_.next_wake(); w && (!armed_wake_ || *w < *armed_wake_)) {
       armed_wake_ = w;
-      // Woken early by the timer's usual delay, then spinning to the planned
-      // time: a send never goes before it. Where spinning is off (more agents
-      // than cores: a spinning agent takes another's core), set on time.
-      const Nanos spin = c_.spin > 0 ? std::max(c_.spin, wake_delay_.early()) : 0;
-      wake_.at(*w, [this, set = *w - spin](Nanos now) {
+      // Spinning: woken early by the timer's usual delay, then spinning to the
+      // planned time, so a send never goes before it. Not spinning (more agents
+      // than cores: a spinning agent takes another's core): set that much early
+      // and what was planned for the wake goes when it fires, so sends start as
+      // often before their planned time as after.
+      const WakePlan plan = plan_wake(*w, c_.spin, wake_delay_);
+      wake_.at(plan.set, [this, plan](Nanos now) {
         armed_wake_.reset();
-        if (wake_.timed()) wake_delay_.observe(set, wake_.woke());
-        executor_.tick(now);
+        if (wake_.timed()) wake_delay_.observe(plan.set - plan.spin, wake_.woke());
+        executor_.tick(std::max(now, plan.planned));
         pump();
-      }, spin);
+      }, plan.spin);
     }
     if (executor_.finished() && !finishing_) start_finishing();
   }

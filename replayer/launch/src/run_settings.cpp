@@ -9,6 +9,11 @@
 
 namespace tw {
 
+std::size_t agents_on_this_machine(std::size_t local, std::size_t testbed_hosts, std::size_t ranks) {
+  if (local > 0) return local;
+  return testbed_hosts > 0 ? ranks : 0;
+}
+
 double spin_us_for(const ReplayOptions& o, const RunPlacement& where) {
   if (o.spin_us >= 0) return o.spin_us;
   const bool crowded = where.local_agents > 0 && where.local_agents >= where.cores;

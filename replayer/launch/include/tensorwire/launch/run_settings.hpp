@@ -35,8 +35,14 @@ struct RunPlacement {
   unsigned cores = 1;            // this machine's (std::thread::hardware_concurrency())
 };
 
+// How many of a run's agents share this machine's cores: all of --local N's, and
+// all of a testbed's (its hosts are network namespaces of this machine); 0 when
+// they run on other hosts.
+std::size_t agents_on_this_machine(std::size_t local, std::size_t testbed_hosts, std::size_t ranks);
+
 // Microseconds of busy-waiting before each deadline: as asked, else 20, or none
-// when local agents outnumber the cores (spinning costs a core per agent).
+// when local agents are as many as the cores or more (spinning costs a core per
+// agent, and a spinning agent delays the others).
 double spin_us_for(const ReplayOptions& o, const RunPlacement& where);
 
 // The settings of every agent of a run. `replayed` is the profile the agents get
