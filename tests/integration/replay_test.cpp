@@ -163,7 +163,9 @@ TEST(Replay, OpenLoopKeepsTheOriginalSpacing) {
   const RunCheck c = check(p, dir.path(), {3, true, 50 * kMicro});
   EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
   // Every message was planned at start + i x period + its offset, whatever its
-  // dependencies did, and none went before its time.
+  // dependencies did, and none went before its time by more than the agent's
+  // wake-up estimate may be ahead (200 us: agents that do not spin, as when
+  // they are as many as the cores, set timers early by their usual delay).
   const OpenLoopPlan plan = open_loop_plan(p, 1e9);
   std::vector<Nanos> late;
   for (std::size_t rank = 0; rank < 2; ++rank) {
@@ -174,7 +176,7 @@ TEST(Replay, OpenLoopKeepsTheOriginalSpacing) {
       const Nanos o = rec.planned - plan.offsets[rec.op] - static_cast<Nanos>(rec.iteration) * plan.period;
       if (!origin) origin = o;
       EXPECT_EQ(o, *origin) << p.ops[rec.op].id << " of iteration " << rec.iteration;
-      EXPECT_GE(rec.ready, rec.planned);
+      EXPECT_GE(rec.ready, rec.planned - 200 * kMicro);
       late.push_back(rec.ready - rec.planned);
     }
   }
