@@ -145,10 +145,15 @@ int run_show(const std::string& file, bool json, double link_gbps) {
                std::to_string(x.send_ops)});
   }
   fmt::print("{}\n", ranks.str(2));
-  TextTable flows({"flow", "src", "dst", "bytes/iter", "messages"});
+  const bool lags = std::any_of(p.flows.begin(), p.flows.end(), [](const Flow& f) { return f.read_lag != 0; });
+  std::vector<std::string> head = {"flow", "src", "dst", "bytes/iter", "messages"};
+  if (lags) head.push_back("read lag");
+  TextTable flows(head);
   for (std::size_t f = 0; f < p.flows.size(); ++f) {
-    flows.add({p.flows[f].id, std::to_string(p.flows[f].src), std::to_string(p.flows[f].dst), human_bytes(s.flows[f].bytes),
-               std::to_string(s.flows[f].messages)});
+    std::vector<std::string> row = {p.flows[f].id, std::to_string(p.flows[f].src), std::to_string(p.flows[f].dst),
+                                    human_bytes(s.flows[f].bytes), std::to_string(s.flows[f].messages)};
+    if (lags) row.push_back(p.flows[f].read_lag != 0 ? human_duration(p.flows[f].read_lag) : "-");
+    flows.add(row);
   }
   fmt::print("{}\n", flows.str(2));
   fmt::print("lower bound at {} per link: {} per iteration (limited by {}), {} for {} iterations\n", human_rate(b.link_bps),

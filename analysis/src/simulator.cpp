@@ -172,7 +172,9 @@ SimResult simulate(const Profile& p, const SimOptions& o) {
         result.ops[t.entry].end = now;
         result.ops[t.entry].received = now + o.latency;
         events.push({now, seq++, Event::Kind::send_done, t.src, t.op, t.iteration});
-        events.push({now + o.latency, seq++, Event::Kind::received, t.dst, t.op, t.iteration});
+        // Handed to the receiver when its reader comes for it (the flow's read lag).
+        const Nanos lag = p.flows[p.ops[t.op].flow].read_lag;
+        events.push({now + o.latency + lag, seq++, Event::Kind::received, t.dst, t.op, t.iteration});
       }
       continue;
     }

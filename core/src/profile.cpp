@@ -36,6 +36,7 @@ Profile time_scaled(const Profile& profile, double k) {
     op.gap = scale(op.gap);
     for (Nanos& g : op.gaps) g = scale(g);
   }
+  for (Flow& f : p.flows) f.read_lag = scale(f.read_lag);
   if (p.observed) {
     for (ObservedIteration& it : p.observed->iterations) {
       it.duration = scale(it.duration);

@@ -141,7 +141,7 @@ void Reader::read_flows(const Node* n, Profile& p) {
   const auto items = list(n, "'flows'");
   for (std::size_t i = 0; i < items.size(); ++i) {
     const What what("flow entry", i);
-    const auto f = fields(items[i], what, {"id", "src", "dst"}, {"id", "src", "dst"});
+    const auto f = fields(items[i], what, {"id", "src", "dst", "read_lag"}, {"id", "src", "dst"});
     const auto id = id_field(f[0], what, "id");
     const What fwhat = id ? What("flow", *id) : what;
     const auto src = uint_field(f[1], fwhat, "src", 0, limits::kMaxRanks);
@@ -162,9 +162,11 @@ void Reader::read_flows(const Node* n, Profile& p) {
       error(*f[0], "flow id " + quote(*id) + " is used twice");
       ok = false;
     }
+    Nanos read_lag = 0;  // a bad one is reported; the flow stays, so that its ops are not reported too
+    if (auto d = duration_field(f[3], fwhat, "read_lag", 0, limits::kMaxDuration)) read_lag = *d;
     if (!ok) continue;
     p.flow_by_id.emplace(*id, static_cast<FlowIndex>(p.flows.size()));
-    p.flows.push_back({*id, static_cast<RankId>(*src), static_cast<RankId>(*dst)});
+    p.flows.push_back({*id, static_cast<RankId>(*src), static_cast<RankId>(*dst), read_lag});
   }
 }
 

@@ -178,7 +178,8 @@ nlohmann::json stats_json(const Profile& p, const ProfileStats& s, const LowerBo
                      {"src", p.flows[f].src},
                      {"dst", p.flows[f].dst},
                      {"bytes", s.flows[f].bytes},
-                     {"messages", s.flows[f].messages}});
+                     {"messages", s.flows[f].messages},
+                     {"read_lag_ns", p.flows[f].read_lag}});
   }
   j["per_flow"] = std::move(flows);
   json crit = json::array();

@@ -112,6 +112,7 @@ std::string write_profile_yaml(const Profile& p) {
     kv(out, "id", scalar(f.id), true);
     kv(out, "src", std::to_string(f.src));
     kv(out, "dst", std::to_string(f.dst));
+    if (f.read_lag != 0) kv(out, "read_lag", format_duration(f.read_lag));
     out += "}\n";
   }
   if (!p.tensors.empty()) {

@@ -1,6 +1,8 @@
 // What `profile build` prints: what it found and what it left out.
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,15 @@ std::string build_report_text(const BuildReport& r) {
   out += fmt::format("dependencies: {} of {} sends ({:.0f}%) wait for another send or a receipt, the rest for their rank's "
                      "iteration start; wait spread (p90 - p10 over iterations) p50 {}, p90 {}\n",
                      r.sends_with_dependencies, r.sends, cover, human_duration(r.gap_spread_p50), human_duration(r.gap_spread_p90));
+  if (!r.read_lags.empty()) {
+    out += "read late: the receiver read no sooner than this after arrival (the replay keeps it):";
+    const std::size_t shown = std::min<std::size_t>(r.read_lags.size(), 6);
+    for (std::size_t i = 0; i < shown; ++i) {
+      out += fmt::format("{} {} {}", i == 0 ? "" : ",", r.read_lags[i].first, human_duration(r.read_lags[i].second));
+    }
+    if (shown < r.read_lags.size()) out += fmt::format(", {} more flows", r.read_lags.size() - shown);
+    out += "\n";
+  }
   for (const auto& w : r.warnings) out += "warning: " + w + "\n";
   return out;
 }
@@ -59,6 +70,8 @@ nlohmann::json build_report_json(const BuildReport& r) {
                         {"compute_ns", r.compute_per_iteration}};
   j["dependencies"] = {{"sends", r.sends}, {"with_dependencies", r.sends_with_dependencies},
                        {"wait_spread_p50_ns", r.gap_spread_p50}, {"wait_spread_p90_ns", r.gap_spread_p90}};
+  j["read_lags"] = nlohmann::json::array();
+  for (const auto& [flow, lag] : r.read_lags) j["read_lags"].push_back({{"flow", flow}, {"read_lag_ns", lag}});
   j["warnings"] = r.warnings;
   return j;
 }

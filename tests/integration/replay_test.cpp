@@ -218,16 +218,22 @@ TEST(Replay, MemoryStaysFlatOverManyIterations) {
                                           << " KiB for 20000";
 }
 
+// Two ranks, 5 iterations: rank 0 computes, sends 64 KiB on `flow_a` (its flow
+// entry) to rank 1, which computes on its receipt and answers on flow b.
+std::string chain(const std::string& flow_a, const std::string& compute) {
+  return "version: 1\niterations: 5\nranks: [{id: 0}, {id: 1}]\n"
+         "flows: [" + flow_a + ", {id: b, src: 1, dst: 0}]\n"
+         "ops:\n"
+         "  - {id: c0, type: compute, rank: 0, duration: " + compute + "}\n"
+         "  - {id: s0, type: send, flow: a, bytes: 64KiB, after: [c0]}\n"
+         "  - {id: c1, type: compute, rank: 1, duration: " + compute + ", after: [recv:s0]}\n"
+         "  - {id: s1, type: send, flow: b, bytes: 64KiB, after: [c1]}\n";
+}
+
 TEST(Replay, StragglersAndLatencyAreEmulated) {
   TempDir dir;
   const std::string profile = dir.path() + "/chain.yaml";
-  std::ofstream(profile) << "version: 1\niterations: 5\nranks: [{id: 0}, {id: 1}]\n"
-                            "flows: [{id: a, src: 0, dst: 1}, {id: b, src: 1, dst: 0}]\n"
-                            "ops:\n"
-                            "  - {id: c0, type: compute, rank: 0, duration: 2ms}\n"
-                            "  - {id: s0, type: send, flow: a, bytes: 64KiB, after: [c0]}\n"
-                            "  - {id: c1, type: compute, rank: 1, duration: 2ms, after: [recv:s0]}\n"
-                            "  - {id: s1, type: send, flow: b, bytes: 64KiB, after: [c1]}\n";
+  std::ofstream(profile) << chain("{id: a, src: 0, dst: 1}", "2ms");
   const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() +
                         " --slow-rank 1:3 --delay-us 1500",
                     dir.path());
@@ -253,6 +259,45 @@ TEST(Replay, StragglersAndLatencyAreEmulated) {
   }
   EXPECT_EQ(computes, 10U);
   EXPECT_EQ(receipts, 10U);
+}
+
+TEST(Replay, AFlowsReadLagHoldsEachMessageBackFromItsRank) {
+  TempDir dir;
+  const std::string profile = dir.path() + "/lag.yaml";
+  std::ofstream(profile) << chain("{id: a, src: 0, dst: 1, read_lag: 3ms}", "1ms");
+  const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path(), dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Profile p = load(profile);
+  const RunCheck c = check(p, dir.path(), {5, false, 50 * kMicro});
+  EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
+  std::map<std::uint32_t, Nanos> delivered;  // s0's, by iteration
+  std::size_t lagged = 0, prompt = 0;
+  for (const Record& rec : read_records(run_dir::records_file(dir.path(), 1))) {
+    if (rec.is(RecordKind::receive)) {
+      const auto x = rec.as<ReceiveRecord>();
+      // The agent takes off its own wake-up delay, at most 200 us.
+      EXPECT_GE(x.delivered - x.recv_last, 2800 * kMicro);
+      EXPECT_LE(x.delivered - x.recv_last, 3 * kMilli);
+      delivered[x.iteration] = x.delivered;
+      ++lagged;
+    }
+  }
+  for (const Record& rec : read_records(run_dir::records_file(dir.path(), 1))) {
+    if (rec.is(RecordKind::compute)) {
+      const auto x = rec.as<ComputeRecord>();
+      ASSERT_TRUE(delivered.count(x.iteration));
+      EXPECT_GE(x.start, delivered[x.iteration]) << "c1 waits for the lagged receipt";
+    }
+  }
+  for (const Record& rec : read_records(run_dir::records_file(dir.path(), 0))) {
+    if (rec.is(RecordKind::receive)) {
+      const auto x = rec.as<ReceiveRecord>();
+      EXPECT_EQ(x.delivered, x.recv_last) << "flow b has no lag";
+      ++prompt;
+    }
+  }
+  EXPECT_EQ(lagged, 5u);
+  EXPECT_EQ(prompt, 5u);
 }
 
 // Two agents started by hand with their own roster, for the failure cases.

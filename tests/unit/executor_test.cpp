@@ -35,7 +35,7 @@ void expect_dependencies_honoured(const Profile& p, const SimResult& r) {
     for (const Dependency& d : p.ops[t.op].after) {
       if (t.iteration < d.iterations_back) continue;
       const auto* dep = at.at({d.op, t.iteration - d.iterations_back});
-      const Nanos done = d.recv ? dep->received : dep->end;
+      const Nanos done = d.recv ? dep->received + p.flows[p.ops[d.op].flow].read_lag : dep->end;
       EXPECT_GE(t.start, done + p.ops[t.op].gap) << p.ops[t.op].id << " before " << p.ops[d.op].id;
     }
   }
@@ -100,6 +100,25 @@ TEST(Executor, GapsDelayTheStartAndNeedAWake) {
   ASSERT_TRUE(ex.pop_completed(it));
   EXPECT_EQ(it.start, 1000);
   EXPECT_EQ(it.end, 1'501'000);
+}
+
+TEST(Executor, AReceiptWaitsForItsFlowsReadLag) {
+  std::string text = kChain;
+  text.replace(text.find("{id: a, src: 0, dst: 1}"), 23, "{id: a, src: 0, dst: 1, read_lag: 300us}");
+  text.replace(text.find("{id: b, src: 1, dst: 0}"), 23, "{id: b, src: 1, dst: 0, read_lag: 200us}");
+  const Profile p = load(text);
+  SimOptions o;
+  o.link_bps = 10e9;
+  const SimResult r = simulate(p, o);
+  const Nanos iteration = 4'000'000 + 8'000'000 + 300'000 + 100'000 + 1'000'000 + 800'000 + 200'000;
+  EXPECT_EQ(r.iteration_times(), std::vector<Nanos>(3, iteration)) << "each hop is read its lag after it arrived";
+  expect_dependencies_honoured(p, r);
+  for (const auto& t : r.ops) {
+    if (p.ops[t.op].id == "s0") {
+      EXPECT_EQ(t.received, t.end) << "'received' stays the arrival";
+    }
+  }
+  EXPECT_LE(lower_bound(p, compute_stats(p), 10e9).run, r.makespan);
 }
 
 TEST(Executor, EachIterationTakesItsOwnDurationAndGap) {

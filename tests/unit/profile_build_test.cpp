@@ -362,6 +362,53 @@ TEST(ProfileBuild, AReadThatCameLateLeavesTheBusyTimeInTheWait) {
   EXPECT_NEAR(static_cast<double>(*hi), 1800e3, 20e3) << "the 1.5 ms the job was busy before it read";
 }
 
+TEST(ProfileBuild, AReaderThatIsAlwaysLateKeepsItsLagInTheFlow) {
+  // An MPI-like exchange: rank 1 waits in a blocking receive and reads at once;
+  // rank 0 reads only inside its next call, about 500 us after each arrival
+  // (one read in 14 iterations came at once). Its next send follows its read
+  // by 200 us. The 1->0 flow gets that lag, and a simulation of the profile
+  // takes as long as the job; without the lag each of the two late hops comes
+  // about 460 us early.
+  HandCapture c(2);
+  const std::uint32_t data = c.connect(0, 40000, 1, 40001);
+  Nanos t = 1 * kMilli;
+  std::vector<Nanos> observed;
+  for (int k = 0; k < 14; ++k) {
+    const Nanos start = t;
+    t += 5 * kMilli;  // rank 0's forward and backward pass
+    const Nanos late = k == 5 ? 40 * kMicro : (500 + 20 * (k % 3)) * kMicro;
+    c.send(0, 1, data, t, 20000, 40 * kMicro);
+    c.send(1, 0, data, t + 140 * kMicro, 20000, late);
+    t += 140 * kMicro + late + 200 * kMicro;
+    c.send(0, 1, data, t, 20000, 40 * kMicro);
+    c.send(1, 0, data, t + 140 * kMicro, 20000, late);
+    t += 140 * kMicro + late + 100 * kMicro;
+    observed.push_back(t - start);
+  }
+  const BuiltProfile b = build_profile(c.input(), {});
+  const Profile& p = b.profile;
+  ASSERT_EQ(p.flows.size(), 2u) << write_profile_yaml(p);
+  const Flow& to0 = p.flows[p.flows[0].dst == 0 ? 0 : 1];
+  const Flow& to1 = p.flows[p.flows[0].dst == 0 ? 1 : 0];
+  EXPECT_NEAR(static_cast<double>(to0.read_lag), 460e3, 25e3) << write_profile_yaml(p);
+  EXPECT_EQ(to1.read_lag, 0) << "rank 1 read at once";
+  ASSERT_EQ(b.report.read_lags.size(), 1u);
+  EXPECT_EQ(b.report.read_lags[0].first, to0.id);
+  EXPECT_NE(build_report_text(b.report).find("read late: the receiver read no sooner than this after arrival"), std::string::npos);
+  const auto median = [](std::vector<Nanos> v) {
+    std::sort(v.begin(), v.end());
+    return static_cast<double>(v[v.size() / 2]);
+  };
+  SimOptions fast;
+  fast.link_bps = 100e9;  // the hand-made capture's transfers take no time
+  const double with_lag = median(simulate(p, fast).iteration_times());
+  EXPECT_NEAR(with_lag, median(observed), 0.03 * median(observed));
+  Profile without = p;
+  for (Flow& f : without.flows) f.read_lag = 0;
+  const double no_lag = median(simulate(without, fast).iteration_times());
+  EXPECT_NEAR(with_lag - no_lag, 2 * 460e3, 60e3) << "two late reads per iteration";
+}
+
 TEST(ProfileBuild, KeepControlKeepsTheConnectionsLeftOut) {
   const HandCapture c = ping_pong(12, true);
   BuildOptions o;

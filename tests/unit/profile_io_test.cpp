@@ -100,6 +100,19 @@ TEST(ProfileLoad, RejectsBadSizesAndDurations) {
   EXPECT_EQ(problems(with_line(2, "iterations: 0")), "t.yaml:2:13: the profile: 'iterations' must be at least 1, got 0\n");
 }
 
+TEST(ProfileLoad, ReadsAFlowsReadLagAndChecksIt) {
+  const ProfileLoad l = load_profile_text(with_line(7, "  - {id: f01, src: 0, dst: 1, read_lag: 480us}"), "t.yaml");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l.profile->flows[0].read_lag, 480 * kMicro);
+  EXPECT_EQ(l.profile->flows[1].read_lag, 0) << "none given: read at once";
+  EXPECT_EQ(problems(with_line(7, "  - {id: f01, src: 0, dst: 1, read_lag: -1us}")),
+            "t.yaml:7:41: flow 'f01': 'read_lag' must be zero or more, got -1us\n");
+  EXPECT_EQ(problems(with_line(7, "  - {id: f01, src: 0, dst: 1, read_lag: soon}")),
+            "t.yaml:7:41: flow 'f01': 'read_lag' must be a duration like 1.5ms or 250us, got 'soon'\n");
+  EXPECT_EQ(problems(with_line(7, "  - {id: f01, src: 0, dst: 1, read_lag: 2h}")),
+            "t.yaml:7:41: flow 'f01': 'read_lag' must be a duration like 1.5ms or 250us, got '2h'\n");
+}
+
 TEST(ProfileLoad, ReadsPerIterationDurationsAndGapsAndChecksThem) {
   std::string text = with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, durations: [1ms, 3ms, 2ms]}");
   text = text.replace(text.find("iterations: 2"), 13, "iterations: 4");  // a list is at most one per iteration
@@ -270,6 +283,9 @@ TEST(ProfileWrite, RoundTripsExactly) {
     EXPECT_EQ(a.ops[i].gaps, b.ops[i].gaps);
     EXPECT_EQ(a.ops[i].after, b.ops[i].after);
   }
+  ASSERT_EQ(a.flows.size(), b.flows.size());
+  for (std::size_t i = 0; i < a.flows.size(); ++i) EXPECT_EQ(a.flows[i].read_lag, b.flows[i].read_lag);
+  EXPECT_EQ(a.flows[a.flow_by_id.at("ps-w0")].read_lag, 20 * kMicro) << "the sample shows a read lag";
   EXPECT_EQ(a.observed->ops.size(), b.observed->ops.size());
   EXPECT_EQ(a.ops[a.op_by_id.at("w0.bwd.fc1")].durations.size(), 3U) << "the sample shows per-iteration durations";
   EXPECT_EQ(a.ops[a.op_by_id.at("w0.push.fc1")].gaps.size(), 2U);

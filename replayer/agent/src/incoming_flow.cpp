@@ -1,5 +1,7 @@
 #include "incoming_flow.hpp"
 
+#include <algorithm>
+
 #include "clock.hpp"
 #include "flow_connector.hpp"
 
@@ -79,7 +81,10 @@ void IncomingFlow::complete(const frame::Header& h) {
   ++seen_[h.op];
   ++messages_;
   bytes_ += h.length;
-  const Nanos deliver = read_at_ + s_.delay;
+  const Nanos lag = std::max<Nanos>(0, s_.read_lag - (s_.wake != nullptr ? s_.wake->early() : 0));
+  // In order: a lag estimate that moved never hands a message over before the one before it.
+  const Nanos deliver = std::max(read_at_ + s_.delay + lag, last_delivery_);
+  last_delivery_ = deliver;
   ReceiveRecord r;
   r.flags = p_.ops[h.op].bytes < frame::kHeaderSize ? kFlagHeaderOnly : 0;
   r.rank = static_cast<std::uint16_t>(rank_);
@@ -91,7 +96,7 @@ void IncomingFlow::complete(const frame::Header& h) {
   r.recv_last = read_at_ + s_.realtime_offset;
   r.delivered = deliver + s_.realtime_offset;
   recorder_.push(r);
-  if (s_.delay == 0) {
+  if (deliver == read_at_ && head_ == deliveries_.size()) {
     events_.received(h.op, h.iteration, read_at_);
     return;
   }

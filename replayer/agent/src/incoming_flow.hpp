@@ -1,6 +1,6 @@
 // One flow into this rank: reads the stream, checks every frame against the
 // profile, records a ReceiveRecord per message and delivers it to the rank's ops,
-// after the emulated one-way delay when there is one. Reads into one buffer per
+// after the emulated one-way delay and the flow's read lag when there are any. Reads into one buffer per
 // flow and decodes in place: no allocation per message. Single-threaded: the
 // agent's I/O thread; the flow must outlive every operation it started.
 #pragma once
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "compute_pacer.hpp"
 #include "precise_timer.hpp"
 #include "recorder.hpp"
 #include "tensorwire/core/frame.hpp"
@@ -34,6 +35,11 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
 
   struct Settings {
     Nanos delay = 0;  // emulated one-way latency
+    // The flow's read lag (Flow::read_lag): a message goes to the ops that long
+    // after it arrived, taken as its read less the agent's usual wake-up delay
+    // (`wake`, when given), never before its read.
+    Nanos read_lag = 0;
+    const WakeDelay* wake = nullptr;
     Nanos spin = 0;  // of the delivery timer
     std::size_t read_buffer = 256 * 1024;
     std::uint64_t iterations = 0;
@@ -89,6 +95,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   std::uint64_t messages_ = 0, bytes_ = 0;
   // Messages waiting out the delay: one delay per flow, so in arrival order.
   // Popped from head_, cleared when empty: the vector keeps its capacity.
+  Nanos last_delivery_ = 0;
   std::vector<Delivery> deliveries_;
   std::size_t head_ = 0;
   PreciseTimer delay_timer_;

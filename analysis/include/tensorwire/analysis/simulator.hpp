@@ -8,8 +8,9 @@
 // TCP flows roughly do), so a message alone takes bytes over the slower of its
 // sender's egress and its receiver's ingress, and a server's link feeds several
 // workers at once at its own rate. A flow's messages go one after another (the
-// executor's rule). A message arrives `latency` after its last byte left; a send
-// completes for its sender when its transfer ends.
+// executor's rule). A message arrives `latency` after its last byte left and is
+// handed to its receiver its flow's `read_lag` after that; a send completes for
+// its sender when its transfer ends.
 #pragma once
 
 #include <vector>

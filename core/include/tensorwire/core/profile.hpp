@@ -58,6 +58,12 @@ struct Flow {
   std::string id;
   RankId src = 0;
   RankId dst = 0;
+  // How long after its arrival the receiver reads a message at the soonest: a
+  // rank that reads only inside its own calls (an MPI rank between calls) leaves
+  // data in the kernel that long although it is waiting for nothing. A replay
+  // hands each message to its rank no sooner than that after it arrived. 0: as
+  // soon as it is read (a reader thread that waits for the data).
+  Nanos read_lag = 0;
 };
 
 // A model tensor: lets send ops be attributed to the tensors they carry.

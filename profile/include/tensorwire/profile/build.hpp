@@ -65,6 +65,9 @@ struct BuildReport {
   std::size_t sends = 0, sends_with_dependencies = 0, compute_ops = 0;
   Nanos compute_per_iteration = 0;   // summed over ranks
   Nanos gap_spread_p50 = 0, gap_spread_p90 = 0;  // per send: p90 - p10 of its wait over the iterations
+  // Flows whose receiver read no sooner than this after arrival (Flow::read_lag,
+  // at least a microsecond), largest first.
+  std::vector<std::pair<std::string, Nanos>> read_lags;
   std::vector<std::string> warnings;
 };
 
