@@ -409,6 +409,38 @@ TEST(ProfileBuild, AReaderThatIsAlwaysLateKeepsItsLagInTheFlow) {
   EXPECT_NEAR(with_lag - no_lag, 2 * 460e3, 60e3) << "two late reads per iteration";
 }
 
+TEST(ProfileBuild, NotificationsThatRecurTwiceAnIterationArePlacedByTime) {
+  // Each iteration two phases, each 2 ms of compute then an exchange: rank 0
+  // sends four 100 kB then four 60 kB transfers, rank 1 answers with four 90 kB
+  // then four 70 kB; in each phase rank 1 also sends four 48-byte
+  // notifications on a connection of their own, 200 us apart. The
+  // notifications alone recur every half iteration, as long as half the
+  // iteration found on the data; cut there, they would count each iteration
+  // twice.
+  HandCapture c(2);
+  const std::uint32_t data = c.connect(0, 40000, 1, 40001);
+  const std::uint32_t notes = c.connect(1, 40002, 0, 40003);
+  Nanos t = 1 * kMilli;
+  for (int k = 0; k < 14; ++k) {
+    for (int phase = 0; phase < 2; ++phase) {
+      t += 2 * kMilli;  // computing
+      for (int i = 0; i < 4; ++i) c.send(1, 0, notes, t + i * 200 * kMicro, 48);
+      for (int i = 0; i < 4; ++i) c.send(0, 1, data, t + 100 * kMicro + i * 200 * kMicro, phase == 0 ? 100000 : 60000);
+      for (int i = 0; i < 4; ++i) c.send(1, 0, data, t + 1000 * kMicro + i * 200 * kMicro, phase == 0 ? 90000 : 70000);
+      t += 2500 * kMicro;
+    }
+  }
+  const BuiltProfile b = build_profile(c.input(), {});
+  const Profile& p = b.profile;
+  EXPECT_GE(b.report.used, 10) << build_report_text(b.report);
+  std::map<FlowIndex, std::size_t> sends;
+  for (const Op& op : p.ops) {
+    if (op.type == OpType::send) ++sends[op.flow];
+  }
+  ASSERT_EQ(p.flows.size(), 3u) << build_report_text(b.report);
+  for (FlowIndex f = 0; f < 3; ++f) EXPECT_EQ(sends[f], 8u) << p.flows[f].id << "\n" << build_report_text(b.report);
+}
+
 TEST(ProfileBuild, KeepControlKeepsTheConnectionsLeftOut) {
   const HandCapture c = ping_pong(12, true);
   BuildOptions o;
