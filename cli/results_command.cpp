@@ -9,6 +9,7 @@
 #include "tensorwire/analysis/rates.hpp"
 #include "tensorwire/analysis/run_check.hpp"
 #include "tensorwire/analysis/sources.hpp"
+#include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/text_table.hpp"
 #include "tensorwire/launch/local_replay.hpp"
@@ -22,6 +23,8 @@ int run_check_command(const std::string& dir, std::string profile_path) {
   RunCheckOptions o;
   o.iterations = first.value("iterations", std::uint64_t{0});
   o.open_loop = first.contains("options") && first["options"].value("open_loop", false);
+  // Agents that did not spin set their timers early by their usual wake-up delay.
+  if (first.contains("options") && first["options"].value("spin_ns", Nanos{0}) == 0) o.own_rank_tolerance = kMaxTimerLead;
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
     const nlohmann::json s = read_agent_summary(dir, static_cast<RankId>(r));
     if (!s.value("finished", false)) {

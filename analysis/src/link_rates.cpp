@@ -57,7 +57,10 @@ MeasuredLinks measure_links(const Profile& p, const Timeline& t, Nanos delay) {
       const Op& o = p.ops[op];
       if (o.type != OpType::send || i >= t.ops[op].size()) continue;
       const Instance& rec = t.ops[op][i];
-      const Instance x = {rec.start, rec.end < 0 ? rec.end : rec.end - delay};
+      // The message's end is its hand-over: take off the emulated delay and the
+      // flow's read lag (of which the agent adds no more), to leave the transfer.
+      const Nanos held = delay + p.flows[o.flow].read_lag;
+      const Instance x = {rec.start, rec.end < 0 ? rec.end : rec.end - held};
       if (x.start < 0 || x.end <= x.start) continue;
       const Flow& f = p.flows[o.flow];
       const auto b = static_cast<double>(o.bytes);

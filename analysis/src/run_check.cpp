@@ -87,7 +87,7 @@ RunCheck check_run(const Profile& p, const std::vector<std::vector<Record>>& ran
       const auto& done = d.recv ? dep->second.received : dep->second.sent;
       if (!done) continue;
       const Nanos completed = done->completed;  // sent_app, compute end, or delivery
-      const Nanos tolerance = d.recv ? o.cross_rank_tolerance : 0;
+      const Nanos tolerance = d.recv ? o.cross_rank_tolerance : o.own_rank_tolerance;
       ++out.dependencies_checked;
       if (start + tolerance < completed + op.gap_in(rec.iteration)) {
         problem(op.id + " of iteration " + std::to_string(rec.iteration) + " started " +

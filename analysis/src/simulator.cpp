@@ -246,7 +246,10 @@ Timeline timeline_from_simulation(const Profile& p, const SimResult& sim, std::s
     const Op& op = p.ops[x.op];
     const Nanos base = start[x.iteration];
     const bool send = op.type == OpType::send;
-    t.ops[x.op][x.iteration] = {x.start - base, (send ? x.received : x.end) - base};
+    // A message ends when its rank has it, as in a replay's records and the
+    // job's reads: its arrival plus its flow's read lag.
+    const Nanos handed = send ? x.received + p.flows[op.flow].read_lag : x.end;
+    t.ops[x.op][x.iteration] = {x.start - base, handed - base};
     if (!send) continue;
     t.flow_bytes[op.flow] += op.bytes;
     const Nanos from = std::max(x.start, busy_until[op.flow]);

@@ -253,8 +253,8 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
   // A period is the job's iteration only if it lasts as long as the iteration
   // found on the busiest connection: a stream of equal notifications recurs at
   // every message. Connections whose period is much shorter or longer (half or
-  // twice as long), or that it cuts into half as many pieces again, are placed
-  // by time, below. (A DDP capture's notifications recurred every half
+  // twice as long), or that it cuts into 1.5 times as many pieces or more, are
+  // placed by time, below. (A DDP capture's notifications recurred every half
   // iteration, between its two all-reduce phases; their piece times varied too
   // much to tell, as an MPI job's do. Numbered as iterations, they moved the
   // others' cuts by a message in some iterations only, and 2 of 30 iterations

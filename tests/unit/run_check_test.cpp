@@ -113,5 +113,28 @@ TEST_F(RunCheckTest, FindsAnOpThatStartedTooEarly) {
   EXPECT_NE(c.problems[0].find("recv:" + dep_id), std::string::npos) << c.problems[0];
 }
 
+TEST_F(RunCheckTest, AnOwnRankDependencyMayLeadByTheTimerLeadOfAgentsThatDoNotSpin) {
+  // A compute that follows its own rank's op, moved 100 us earlier than it
+  // allows: an error, unless the agents set their timers early (no spinning).
+  std::string op_id;
+  for (Record& r : records_[0]) {
+    if (!r.is(RecordKind::compute)) continue;
+    const ComputeRecord x = r.as<ComputeRecord>();
+    const Op& op = p_.ops[x.op];
+    if (x.iteration == 1 && !op.after.empty() && !op.after[0].recv) {
+      r.update<ComputeRecord>([](ComputeRecord& c) { c.start -= 100 * kMicro; });
+      op_id = op.id;
+      break;
+    }
+  }
+  ASSERT_FALSE(op_id.empty());
+  const RunCheck strict = check_run(p_, records_, {});
+  ASSERT_EQ(strict.problems.size(), 1U);
+  EXPECT_NE(strict.problems[0].find(op_id + " of iteration 1 started 100.00 us before"), std::string::npos) << strict.problems[0];
+  RunCheckOptions o;
+  o.own_rank_tolerance = kMaxTimerLead;
+  EXPECT_TRUE(check_run(p_, records_, o).problems.empty());
+}
+
 }  // namespace
 }  // namespace tw

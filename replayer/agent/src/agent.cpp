@@ -101,7 +101,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         const RankId src = p_.flows[f].src;
         IncomingFlow::Settings s;
         s.delay = c.delay + (src < c.delay_from.size() ? c.delay_from[src] : 0);
-        s.read_lag = c.executor.open_loop ? 0 : p_.flows[f].read_lag;
+        s.read_lag = p_.flows[f].read_lag;
         s.wake = &wake_delay_;
         s.spin = c.spin;
         s.read_buffer = read_buffer_size(flow, inbound);

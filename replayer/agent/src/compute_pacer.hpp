@@ -20,13 +20,14 @@
 
 #include <algorithm>
 
+#include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/units.hpp"
 
 namespace tw {
 
 class WakeDelay {
  public:
-  explicit WakeDelay(Nanos max_early = 200 * kMicro) : max_early_(max_early) {}
+  explicit WakeDelay(Nanos max_early = kMaxTimerLead) : max_early_(max_early) {}
 
   // How much earlier than wanted to set a timer.
   Nanos early() const { return early_; }

@@ -18,6 +18,9 @@ struct RunCheckOptions {
   // Clock skew allowed between ranks (their records share CLOCK_REALTIME, read
   // by different processes or hosts).
   Nanos cross_rank_tolerance = 50 * kMicro;
+  // How much earlier than its own rank's dependency and gap allow an op may
+  // start: agents that do not spin set their timers up to kMaxTimerLead early.
+  Nanos own_rank_tolerance = 0;
 };
 
 struct RunCheck {

@@ -35,6 +35,11 @@ struct ExecutorOptions {
   Nanos period = 0;
 };
 
+// How early, at most, an agent that does not spin sets a timer: its running
+// estimate of the timer's wake-up delay (replayer/agent WakeDelay). Work planned
+// for that time then starts up to this much before it.
+inline constexpr Nanos kMaxTimerLead = 200 * kMicro;
+
 struct Action {
   enum class Kind : std::uint8_t { compute, send };
   Kind kind = Kind::compute;

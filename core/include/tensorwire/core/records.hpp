@@ -58,7 +58,7 @@ struct ReceiveRecord {
   std::uint64_t bytes = 0;
   std::int64_t recv_first = -1;  // first byte read
   std::int64_t recv_last = -1;   // last byte read
-  std::int64_t delivered = -1;   // handed to the executor (recv_last plus any emulated delay)
+  std::int64_t delivered = -1;   // handed to the executor (recv_last plus any emulated delay and read lag)
   std::int64_t reserved[2] = {-1, -1};
 };
 
