@@ -441,6 +441,36 @@ TEST(ProfileBuild, NotificationsThatRecurTwiceAnIterationArePlacedByTime) {
   for (FlowIndex f = 0; f < 3; ++f) EXPECT_EQ(sends[f], 8u) << p.flows[f].id << "\n" << build_report_text(b.report);
 }
 
+TEST(ProfileBuild, AnIterationStartsAfterTheWaitThatIsLongEveryTimeNotOnce) {
+  // Each iteration: 4 ms of compute, then rank 0 sends A and B, waits 1 ms for
+  // rank 1 (which answers B), then sends C and D (answered too). Once, in the
+  // second half, the wait before C took 6 ms: the idlest single gap. The
+  // iteration still starts at A, after the compute that is long every time.
+  HandCapture c(2);
+  const std::uint32_t data = c.connect(0, 40000, 1, 40001);
+  Nanos t = 1 * kMilli;
+  for (int k = 0; k < 14; ++k) {
+    t += 4 * kMilli;
+    c.send(0, 1, data, t, 30000);
+    c.send(0, 1, data, t + 100 * kMicro, 20000);
+    c.send(1, 0, data, t + 200 * kMicro, 5000);
+    t += (k == 11 ? 6000 : 1000) * kMicro;
+    c.send(0, 1, data, t, 12000);
+    c.send(0, 1, data, t + 100 * kMicro, 40000);
+    c.send(1, 0, data, t + 200 * kMicro, 6000);
+    t += 300 * kMicro;
+  }
+  const BuiltProfile b = build_profile(c.input(), {});
+  const Profile& p = b.profile;
+  const auto longest = std::max_element(p.ops.begin(), p.ops.end(), [](const Op& x, const Op& y) {
+    return x.mean_duration() < y.mean_duration();
+  });
+  ASSERT_TRUE(longest != p.ops.end());
+  ASSERT_EQ(longest->type, OpType::compute) << write_profile_yaml(p);
+  EXPECT_NEAR(static_cast<double>(longest->duration), 4e6, 0.2e6) << write_profile_yaml(p);
+  EXPECT_TRUE(longest->after.empty()) << "the compute begins the iteration\n" << write_profile_yaml(p);
+}
+
 TEST(ProfileBuild, KeepControlKeepsTheConnectionsLeftOut) {
   const HandCapture c = ping_pong(12, true);
   BuildOptions o;
