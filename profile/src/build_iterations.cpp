@@ -6,6 +6,7 @@
 // messages between them: a receiver's next send answers what it received, and on
 // one rank the sends follow each other. docs/profile-build.md has the details.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -260,6 +261,106 @@ void move_late_ends(const CaptureAnalysis& a, const std::vector<Direction>& dirs
   }
 }
 
+// (build_job.hpp) Iterations whose messages on one connection went out interleaved: an
+// MPI rank sends a large message's data only once the receiver asked for it,
+// and when that request came late the data followed the next iteration's first
+// small message (3 ranks on 2 cores: 4 stretches of 1 to 5 iterations in one
+// capture of 30). Cut where it was, the first iteration of such a stretch lacks
+// its data and holds the next one's small message, the last holds two data
+// messages, and those between look usual but each holds its predecessor's data;
+// the profile kept the 5 iterations in a row that were clean, and called the 18
+// before them warm-up. Where an iteration's sizes differ from the connection's
+// usual ones by as many surplus as missing messages, the surplus among its last
+// messages and the missing among the next iteration's first, they change
+// places, boundary after boundary (at most 8) until an iteration comes out
+// usual; when none does, nothing moves.
+void unswap_boundaries(const CaptureAnalysis& a, const std::vector<Direction>& dirs, const std::vector<std::size_t>& cut,
+                       std::vector<std::vector<std::int64_t>>& piece) {
+  constexpr std::size_t kMaxSwapped = 4;  // messages out of place at one boundary
+  constexpr std::size_t kMaxChain = 8;    // boundaries one message may cross
+  for (std::size_t d : cut) {
+    const std::vector<std::size_t>& msgs = dirs[d].messages;
+    if (piece[d].size() != msgs.size()) continue;
+    const auto bytes = [&](std::size_t i) { return a.messages[msgs[i]].end - a.messages[msgs[i]].begin; };
+    // piece -> its messages (indices into msgs), in stream order
+    std::map<std::int64_t, std::vector<std::size_t>> of;
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+      if (piece[d][i] != kNoIteration) of[piece[d][i]].push_back(i);
+    }
+    const auto sizes = [&](const std::vector<std::size_t>& v) {
+      std::vector<Bytes> s;
+      s.reserve(v.size());
+      for (std::size_t i : v) s.push_back(bytes(i));
+      std::sort(s.begin(), s.end());
+      return s;
+    };
+    std::map<std::vector<Bytes>, std::size_t> count;
+    for (const auto& [j, v] : of) ++count[sizes(v)];
+    if (count.size() < 2) continue;
+    const std::vector<Bytes> usual =
+        std::max_element(count.begin(), count.end(), [](const auto& x, const auto& y) { return x.second < y.second; })->first;
+    // One boundary: the surplus sizes of `mine` (the latest of each among its
+    // last messages) for the missing ones of `theirs` (the earliest among its
+    // first); false when they are not there.
+    const auto swap_at = [&](std::vector<std::size_t>& mine, std::vector<std::size_t>& theirs) {
+      const std::vector<Bytes> have = sizes(mine);
+      if (have.size() != usual.size()) return false;
+      std::vector<Bytes> surplus, missing;
+      std::set_difference(have.begin(), have.end(), usual.begin(), usual.end(), std::back_inserter(surplus));
+      std::set_difference(usual.begin(), usual.end(), have.begin(), have.end(), std::back_inserter(missing));
+      if (surplus.empty() || surplus.size() != missing.size() || surplus.size() > kMaxSwapped) return false;
+      const std::size_t window = 2 * surplus.size() + 2;
+      std::vector<bool> out(mine.size(), false), in(theirs.size(), false);
+      for (Bytes b : surplus) {
+        bool got = false;
+        for (std::size_t k = mine.size(); !got && k-- > (mine.size() > window ? mine.size() - window : 0);) {
+          if (!out[k] && bytes(mine[k]) == b) out[k] = got = true;
+        }
+        if (!got) return false;
+      }
+      for (Bytes b : missing) {
+        bool got = false;
+        for (std::size_t k = 0; !got && k < std::min(window, theirs.size()); ++k) {
+          if (!in[k] && bytes(theirs[k]) == b) in[k] = got = true;
+        }
+        if (!got) return false;
+      }
+      std::vector<std::size_t> new_mine, new_theirs;
+      for (std::size_t k = 0; k < mine.size(); ++k) (out[k] ? new_theirs : new_mine).push_back(mine[k]);
+      for (std::size_t k = 0; k < theirs.size(); ++k) (in[k] ? new_mine : new_theirs).push_back(theirs[k]);
+      std::sort(new_mine.begin(), new_mine.end());
+      std::sort(new_theirs.begin(), new_theirs.end());
+      mine = std::move(new_mine);
+      theirs = std::move(new_theirs);
+      return sizes(mine) == usual;
+    };
+    for (auto x = of.begin(); x != of.end(); ++x) {
+      if (sizes(x->second) == usual) continue;
+      // A message can be out of place by more than one iteration: swap at up to
+      // kMaxChain boundaries in a row, kept only if the last piece comes out
+      // usual too (an iteration with a message of another size would pass it on
+      // to the end: nothing moves).
+      std::vector<std::pair<std::int64_t, std::vector<std::size_t>>> saved;
+      bool mended = false;
+      for (auto at = x; !mended && saved.size() <= kMaxChain; ++at) {
+        const auto next = std::next(at);
+        if (next == of.end() || next->first != at->first + 1) break;
+        if (saved.empty()) saved.emplace_back(at->first, at->second);
+        saved.emplace_back(next->first, next->second);
+        if (!swap_at(at->second, next->second)) break;
+        mended = sizes(next->second) == usual;
+      }
+      if (!mended) {
+        for (auto& [j, v] : saved) of[j] = std::move(v);
+        continue;
+      }
+      for (const auto& [j, v] : saved) {
+        for (std::size_t i : of[j]) piece[d][i] = j;
+      }
+    }
+  }
+}
+
 Iterations find_iterations(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& a, const Ranks& ranks,
                            const std::vector<Direction>& dirs, std::vector<std::string>& warnings) {
   const std::size_t nr = ranks.ranks.size();
@@ -385,6 +486,7 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
     }
   }
   move_late_ends(a, dirs, cut, shift, piece);
+  unswap_boundaries(a, dirs, cut, piece);
   std::map<std::int64_t, std::set<RankId>> senders;  // iteration -> ranks that sent in it
   std::set<RankId> ranks_cut;
   for (std::size_t d : cut) {

@@ -84,6 +84,15 @@ struct Iterations {
 void move_late_ends(const CaptureAnalysis& a, const std::vector<Direction>& dirs, const std::vector<std::size_t>& cut,
                     const std::vector<std::optional<std::int64_t>>& shift, std::vector<std::vector<std::int64_t>>& piece);
 
+// Messages of adjacent iterations that went out interleaved on one connection
+// change places: where a piece's sizes differ from the connection's most common
+// ones by as many surplus as missing messages (at most 4), the surplus among
+// its last messages and the missing among the next piece's first, the surplus
+// go to the next piece and the missing come from it, at up to 8 boundaries in a
+// row until a piece comes out usual (else nothing moves; `piece` edited).
+void unswap_boundaries(const CaptureAnalysis& a, const std::vector<Direction>& dirs, const std::vector<std::size_t>& cut,
+                       std::vector<std::vector<std::int64_t>>& piece);
+
 // Iterations from the job's annotations when every rank has them, else from the
 // periodic structure of each rank's traffic (docs/profile-build.md). Throws when
 // neither is found.
