@@ -256,7 +256,8 @@ TEST(IterationCuts, AReceiverThatWaitedForTheTransferKeepsTheCut) {
 // position. `late` iterations: their 512 KiB went out after the next
 // iteration's 32 B (an MPI rank that sends a large message's data once the
 // receiver asked for it), so by position each holds the next one's 32 B and
-// the next one holds its 512 KiB.
+// the next one holds its 512 KiB: iterations of equal counts with sizes
+// swapped, as the cut of the MPI capture in docs/profile-build.md came out.
 struct Interleaved {
   CaptureAnalysis a;
   std::vector<build::Direction> dirs{1};

@@ -367,7 +367,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     const Nanos start = mono_now();
     const Nanos end = pacer_.deadline(a.at, start, a.duration);
     // Spinning: woken early, spin to the end. Not spinning: set early, so that
-    // ends fall as often before the deadline as after it.
+    // ends fall on the deadline on average.
     const Nanos spin = c_.spin > 0 ? std::max(c_.spin, wake_delay_.early()) : 0;
     const Nanos target = c_.spin > 0 ? end : std::max(start, end - wake_delay_.early());
     compute_timer_.at(target, [this, a, start, set = target - spin](Nanos now) {

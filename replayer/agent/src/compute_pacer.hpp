@@ -54,7 +54,7 @@ class WakeDelay {
 // it, and take the wake as happening at max(woken, `planned`). Spinning (spin >
 // 0): woken `early` ahead (at least the spin window) and spun to `planned`, so
 // nothing goes before it. Not spinning: the timer is set `early` ahead and what
-// was planned goes when it fires, as often before its time as after.
+// was planned goes when it fires, on time on average.
 struct WakePlan {
   Nanos set, spin, planned;
 };
