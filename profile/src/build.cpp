@@ -552,7 +552,12 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
       const Nanos from = prev != ends.end() && prev->second[r] >= 0 ? prev->second[r] : rank_start[r][k];
       it.rank_durations.push_back(rank_end[r][k] >= 0 && from >= 0 ? std::max<Nanos>(0, rank_end[r][k] - from) : 0);
     }
-    it.duration = std::max<Nanos>(0, end - (prev_end >= 0 ? prev_end : start));
+    // A rank with nothing of its own in the iteration, or that ended it when it
+    // ended the one before, has no time of its own there: the iteration then
+    // keeps only its job-wide time (a profile says per-rank times for every
+    // rank or none, and each is positive).
+    if (std::any_of(it.rank_durations.begin(), it.rank_durations.end(), [](Nanos d) { return d <= 0; })) it.rank_durations.clear();
+    it.duration = std::max<Nanos>(1, end - (prev_end >= 0 ? prev_end : start));
     obs.iterations.push_back(it);
     for (std::size_t i = 0; i < sends.size(); ++i) {
       const build::SendTimes& s = sends[i];
