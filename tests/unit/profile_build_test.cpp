@@ -360,6 +360,34 @@ TEST(ProfileBuild, PeriodicTrafficWarmUpDroppedControlLeftOut) {
   for (const auto& it : b.profile.observed->iterations) EXPECT_GT(it.duration, 1 * kMilli);
 }
 
+TEST(ProfileBuild, ARankWithNothingOfItsOwnInAnIterationHasNoTimeThere) {
+  // Rank 2 only talks to the rendezvous store: a rank of the job, with no
+  // message in any iteration. Its per-rank time would be 0, which a profile
+  // cannot say: the iterations keep their job-wide time alone, and the profile
+  // reads back.
+  HandCapture c = ping_pong(12, false);
+  ProcessTrace t;
+  t.pid = 102;
+  t.host = "h";
+  t.final = true;
+  t.env["RANK"] = "2";
+  t.env["MASTER_PORT"] = "29500";
+  c.p.push_back(t);
+  c.offset.resize(3 * 64, 0);
+  const std::uint32_t store = c.connect(2, 40010, 0, 29500);
+  c.send(2, 0, store, 30 * kMicro, 64);
+  c.send(0, 2, store, 40 * kMicro, 32);
+  const BuiltProfile b = build_profile(c.input(), {});
+  ASSERT_EQ(b.profile.ranks.size(), 3u) << build_report_text(b.report);
+  ASSERT_TRUE(b.profile.observed.has_value());
+  for (const ObservedIteration& it : b.profile.observed->iterations) {
+    EXPECT_TRUE(it.rank_durations.empty());
+    EXPECT_GT(it.duration, 0);
+  }
+  const ProfileLoad l = load_profile_text(write_profile_yaml(b.profile), "built.yaml");
+  for (const auto& d : l.diagnostics) ADD_FAILURE() << d.str();
+}
+
 TEST(ProfileBuild, ComputeKeepsEachIterationsDurationUnlessTypicalIsAsked) {
   // Each iteration's forward and backward pass takes 5.0, 5.1 or 5.2 ms in turn.
   const HandCapture c = ping_pong(12, false);
