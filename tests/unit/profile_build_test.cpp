@@ -534,6 +534,54 @@ TEST(ProfileBuild, NotificationsThatRecurTwiceAnIterationArePlacedByTime) {
   for (FlowIndex f = 0; f < 3; ++f) EXPECT_EQ(sends[f], 8u) << p.flows[f].id << "\n" << build_report_text(b.report);
 }
 
+TEST(ProfileBuild, AConnectionCutIntoHalvesOfTheIterationIsJoinedBackAtItsStart) {
+  // Each iteration two phases after compute (4 ms, then 3 ms between them, as
+  // DDP's two buckets): four rounds in which rank 0 sends (100 kB in the first
+  // phase, 60 kB in the second) and rank 1 answers 80 kB. Rank 1's stream is
+  // alike in both phases, so it recurs every half iteration, with the compute
+  // before each half; cut there, it was left out as irregular (one rank's whole
+  // traffic). Joined two at a time, at the iteration's start, it stays.
+  HandCapture c(2);
+  const std::uint32_t data = c.connect(0, 40000, 1, 40001);
+  Nanos t = 1 * kMilli;
+  for (int k = 0; k < 14; ++k) {
+    for (int phase = 0; phase < 2; ++phase) {
+      t += (phase == 0 ? 4000 : 3000) * kMicro + (k % 3) * 100 * kMicro;
+      for (int r = 0; r < 4; ++r) {
+        c.send(0, 1, data, t + r * 300 * kMicro, phase == 0 ? 100000 : 60000);
+        c.send(1, 0, data, t + r * 300 * kMicro + 150 * kMicro, 80000);
+      }
+      t += 1200 * kMicro;
+    }
+  }
+  const BuiltProfile b = build_profile(c.input(), {});
+  const Profile& p = b.profile;
+  EXPECT_GE(b.report.used, 10) << build_report_text(b.report);
+  ASSERT_EQ(p.flows.size(), 2u) << build_report_text(b.report);
+  std::map<FlowIndex, std::vector<const Op*>> sends;
+  for (const Op& op : p.ops) {
+    if (op.type == OpType::send) sends[op.flow].push_back(&op);
+  }
+  for (FlowIndex f = 0; f < 2; ++f) ASSERT_EQ(sends[f].size(), 8u) << p.flows[f].id << "\n" << write_profile_yaml(p);
+  // Joined at the iteration's start: rank 1's transfers are four answers to
+  // 100 kB, then four to 60 kB. Joined at the second phase, its iteration would
+  // begin with the answers to 60 kB.
+  const FlowIndex back = p.flows[0].src == 1 ? 0 : 1, forth = 1 - back;
+  for (std::size_t i = 0; i < 8; ++i) {
+    const Op& answer = *sends[back][i];
+    const Op& asked = *sends[forth][i];
+    EXPECT_EQ(asked.bytes, i < 4 ? 100000 : 60000) << write_profile_yaml(p);
+    // The answer waits for the receipt, itself or through the compute before it.
+    const Dependency receipt{static_cast<OpIndex>(&asked - p.ops.data()), true, 0};
+    std::vector<Dependency> waits = answer.after;
+    for (const Dependency& d : answer.after) {
+      if (p.ops[d.op].type == OpType::compute) waits.insert(waits.end(), p.ops[d.op].after.begin(), p.ops[d.op].after.end());
+    }
+    EXPECT_NE(std::find(waits.begin(), waits.end(), receipt), waits.end())
+        << answer.id << " answers " << asked.id << "\n" << write_profile_yaml(p);
+  }
+}
+
 TEST(ProfileBuild, AnIterationStartsAfterTheWaitThatIsLongEveryTimeNotOnce) {
   // Each iteration: 4 ms of compute, then rank 0 sends A and B, waits 1 ms for
   // rank 1 (which answers B), then sends C and D (answered too). Once, in the
