@@ -582,6 +582,31 @@ TEST(ProfileBuild, AConnectionCutIntoHalvesOfTheIterationIsJoinedBackAtItsStart)
   }
 }
 
+TEST(ProfileBuild, ARankThatBeginsItsIterationsBeforeThePreviousOnesArrivedIsSaid) {
+  const auto early_warnings = [](const BuiltProfile& b) {
+    return std::count_if(b.report.warnings.begin(), b.report.warnings.end(), [](const std::string& w) {
+      return w.find("while messages of the one before were still arriving") != std::string::npos;
+    });
+  };
+  // Rank 1 answers after rank 0's transfers arrived: nothing to say.
+  EXPECT_EQ(early_warnings(build_profile(ping_pong(12, false).input(), {})), 0) << build_report_text(build_profile(ping_pong(12, false).input(), {}).report);
+  // Rank 0's transfers take 3.1 ms to arrive, in 2 ms iterations: whichever
+  // way the two ranks' iterations are numbered alike, one of them begins each
+  // iteration before the other's transfers of the one before have arrived.
+  HandCapture c(2);
+  const std::uint32_t data = c.connect(0, 40000, 1, 40001);
+  Nanos t = 1 * kMilli;
+  for (int k = 0; k < 14; ++k) {
+    c.send(0, 1, data, t, 100000, 3000 * kMicro);
+    c.send(0, 1, data, t + 100 * kMicro, 50000, 3000 * kMicro);
+    c.send(1, 0, data, t + 1000 * kMicro, 80000);
+    c.send(1, 0, data, t + 1100 * kMicro, 40000);
+    t += 2000 * kMicro + (k % 3) * 50 * kMicro;
+  }
+  const BuiltProfile b = build_profile(c.input(), {});
+  EXPECT_EQ(early_warnings(b), 1) << build_report_text(b.report);
+}
+
 TEST(ProfileBuild, AnIterationStartsAfterTheWaitThatIsLongEveryTimeNotOnce) {
   // Each iteration: 4 ms of compute, then rank 0 sends A and B, waits 1 ms for
   // rank 1 (which answers B), then sends C and D (answered too). Once, in the
