@@ -16,6 +16,8 @@ packages=(
   openssh-client openssh-server curl procps
   # static checks of the Docker and Kubernetes files
   python3-yaml
+  # promtool checks the controller's /metrics (its server is left stopped, below)
+  prometheus
   # the real training jobs the capture is tested on (examples/)
   python3-torch python3-torchvision
   # a second transport for the capture tests (examples/ps/train_zmq.py); setpriv
@@ -39,4 +41,20 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Only promtool is wanted from prometheus: when this installs it, its server must
+# not start (nothing of ours listens on more than it needs), now or at boot.
+# policy-rc.d is Debian's way to keep a package's service from starting.
+new_prometheus=0 policy_made=0
+for p in "${missing[@]}"; do [ "$p" = prometheus ] && new_prometheus=1; done
+if [ $new_prometheus -eq 1 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d > /dev/null
+  $SUDO chmod 755 /usr/sbin/policy-rc.d
+  policy_made=1
+fi
+status=0
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" || status=$?
+[ $policy_made -eq 1 ] && $SUDO rm -f /usr/sbin/policy-rc.d
+if [ $new_prometheus -eq 1 ] && [ -d /run/systemd/system ]; then
+  $SUDO systemctl disable --now prometheus > /dev/null 2>&1 || true
+fi
+exit $status

@@ -140,7 +140,11 @@ token_and_api() {
   [ $? -ne 0 ] && grep -q 'refused the token' stranger.err || { echo "stranger: $(cat stranger.err)"; echo "controller:"; cat rt.err; ss -tanp | grep ":$p " ; return 1; }
   [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$p/api/runs)" = 401 ] || return 1
   api $p $tok /api/runs | $PY -c 'import json,sys; r=json.load(sys.stdin); assert r[0]["state"]=="joining" and r[0]["ranks"]==2, r' || return 1
-  api $p $tok /metrics | grep -q '^tensorwire_iterations_total{run=".*"} 20$' || return 1
+  api $p $tok /metrics > metrics.txt || return 1
+  grep -q '^tensorwire_iterations_planned{run=".*"} 20$' metrics.txt || return 1
+  grep -q '^tensorwire_rank_iterations_completed_total{run=".*",rank="1"} 0$' metrics.txt || return 1
+  # Prometheus' own linter (Debian's prometheus package, scripts/install-deps.sh).
+  promtool check metrics < metrics.txt || { echo "promtool check metrics:"; cat metrics.txt; return 1; }
   [ "$($PY feed.py $p $tok)" = status ] || return 1
   TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet &
   local a1=$!

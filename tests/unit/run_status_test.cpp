@@ -58,10 +58,20 @@ TEST(RunStatus, BriefAndFullStatus) {
 TEST(RunStatus, MetricsNameEveryFlow) {
   RunProgress p(2, 20);
   const std::string m = metrics_text("r", {{"f0", 0, 1}, {"f1", 1, 0}}, {5, 6}, p, 2);
-  EXPECT_NE(m.find("tensorwire_iterations_total{run=\"r\"} 20\n"), std::string::npos);
+  EXPECT_NE(m.find("tensorwire_iterations_planned{run=\"r\"} 20\n"), std::string::npos);
+  EXPECT_NE(m.find("tensorwire_iterations_completed_total{run=\"r\"} 0\n"), std::string::npos);
+  EXPECT_NE(m.find("tensorwire_rank_iterations_completed_total{run=\"r\",rank=\"1\"} 0\n"), std::string::npos);
   EXPECT_NE(m.find("tensorwire_flow_bytes_sent_total{run=\"r\",flow=\"f1\",src=\"1\",dst=\"0\"} 6\n"), std::string::npos);
   EXPECT_NE(m.find("tensorwire_agents_connected{run=\"r\"} 2\n"), std::string::npos);
   EXPECT_EQ(m.find("tensorwire_iteration_seconds{"), std::string::npos);  // none completed yet
+  EXPECT_EQ(m.find("tensorwire_rank_iteration_seconds{"), std::string::npos);
+  // Rank 1 finished its first iteration (250 ms): its own series, not yet the job's.
+  ASSERT_TRUE(p.iteration(1, 0, 1000, 1000 + 250 * kMilli));
+  const std::string later = metrics_text("r", {{"f0", 0, 1}, {"f1", 1, 0}}, {5, 6}, p, 2);
+  EXPECT_NE(later.find("tensorwire_rank_iterations_completed_total{run=\"r\",rank=\"1\"} 1\n"), std::string::npos) << later;
+  EXPECT_NE(later.find("tensorwire_rank_iteration_seconds{run=\"r\",rank=\"1\"} 0.250000\n"), std::string::npos) << later;
+  EXPECT_EQ(later.find("tensorwire_rank_iteration_seconds{run=\"r\",rank=\"0\"}"), std::string::npos) << later;
+  EXPECT_EQ(later.find("tensorwire_iteration_seconds{"), std::string::npos) << later;
 }
 
 TEST(ProgressLine, Bar) {

@@ -6,11 +6,12 @@
 namespace tw {
 
 RunProgress::RunProgress(std::size_t ranks, std::uint64_t iterations)
-    : ranks_(ranks), iterations_(iterations), rank_done_(ranks, 0), rank_bytes_(ranks, 0) {}
+    : ranks_(ranks), iterations_(iterations), rank_done_(ranks, 0), rank_bytes_(ranks, 0), rank_last_(ranks, -1) {}
 
 bool RunProgress::iteration(RankId rank, std::uint64_t index, Nanos start, Nanos end) {
   if (rank >= ranks_ || index >= iterations_ || index != rank_done_[rank]) return false;
   ++rank_done_[rank];
+  rank_last_[rank] = end - start;
   const std::uint64_t k = index - job_.size();
   while (pending_.size() <= k) pending_.push_back({});
   Pending& p = pending_[k];

@@ -75,17 +75,32 @@ std::string metrics_text(const std::string& run_id, const std::vector<Flow>& flo
   std::string m;
   const auto line = [&m](const std::string& s) { m += s + "\n"; };
   const std::string run = "run=\"" + run_id + "\"";
-  line("# HELP tensorwire_iterations_completed Iterations completed by every rank.");
-  line("# TYPE tensorwire_iterations_completed counter");
-  line("tensorwire_iterations_completed{" + run + "} " + std::to_string(p.done()));
-  line("# HELP tensorwire_iterations_total Iterations the run replays.");
-  line("# TYPE tensorwire_iterations_total gauge");
-  line("tensorwire_iterations_total{" + run + "} " + std::to_string(p.iterations()));
+  // Names follow Prometheus' rules (promtool check metrics): a counter ends in
+  // _total, nothing else does; seconds and bytes are the units.
+  line("# HELP tensorwire_iterations_completed_total Iterations completed by every rank.");
+  line("# TYPE tensorwire_iterations_completed_total counter");
+  line("tensorwire_iterations_completed_total{" + run + "} " + std::to_string(p.done()));
+  line("# HELP tensorwire_iterations_planned Iterations the run replays.");
+  line("# TYPE tensorwire_iterations_planned gauge");
+  line("tensorwire_iterations_planned{" + run + "} " + std::to_string(p.iterations()));
+  const auto seconds = [](Nanos ns) { return std::to_string(static_cast<double>(ns) / 1e9); };
   line("# HELP tensorwire_iteration_seconds Duration of the last completed iteration, job-wide.");
   line("# TYPE tensorwire_iteration_seconds gauge");
   if (p.done() > 0) {
     const auto& last = p.job_iterations().back();
-    line("tensorwire_iteration_seconds{" + run + "} " + std::to_string(static_cast<double>(last.second - last.first) / 1e9));
+    line("tensorwire_iteration_seconds{" + run + "} " + seconds(last.second - last.first));
+  }
+  line("# HELP tensorwire_rank_iterations_completed_total Iterations each rank completed.");
+  line("# TYPE tensorwire_rank_iterations_completed_total counter");
+  for (std::size_t r = 0; r < p.ranks(); ++r) {
+    line("tensorwire_rank_iterations_completed_total{" + run + ",rank=\"" + std::to_string(r) + "\"} " +
+         std::to_string(p.rank_done(static_cast<RankId>(r))));
+  }
+  line("# HELP tensorwire_rank_iteration_seconds Duration of each rank's last completed iteration on it.");
+  line("# TYPE tensorwire_rank_iteration_seconds gauge");
+  for (std::size_t r = 0; r < p.ranks(); ++r) {
+    const Nanos last = p.rank_last(static_cast<RankId>(r));
+    if (last >= 0) line("tensorwire_rank_iteration_seconds{" + run + ",rank=\"" + std::to_string(r) + "\"} " + seconds(last));
   }
   line("# HELP tensorwire_flow_bytes_sent_total Bytes handed to the kernel per flow.");
   line("# TYPE tensorwire_flow_bytes_sent_total counter");

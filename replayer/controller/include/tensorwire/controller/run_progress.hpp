@@ -26,7 +26,10 @@ class RunProgress {
 
   std::uint64_t iterations() const { return iterations_; }
   std::uint64_t done() const { return job_.size(); }  // job-wide
+  std::size_t ranks() const { return ranks_; }
   std::uint64_t rank_done(RankId rank) const { return rank_done_.at(rank); }
+  // How long the rank's last finished iteration took on it (-1 before its first).
+  Nanos rank_last(RankId rank) const { return rank_last_.at(rank); }
   bool finished() const { return done() == iterations_; }
   // Job-wide [start, end] of every completed iteration, in order.
   const std::vector<std::pair<Nanos, Nanos>>& job_iterations() const { return job_; }
@@ -43,6 +46,7 @@ class RunProgress {
   std::uint64_t iterations_;
   std::vector<std::uint64_t> rank_done_;
   std::vector<std::uint64_t> rank_bytes_;
+  std::vector<Nanos> rank_last_;
   std::deque<Pending> pending_;  // iterations done() .. : partial reports
   std::vector<std::pair<Nanos, Nanos>> job_;
 };
