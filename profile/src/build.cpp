@@ -426,7 +426,7 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
   // the parameter server, the pipeline and MPI 6 each) no rank did in more than
   // 2 of 28 iterations.
   for (std::size_t r = 0; r < R; ++r) {
-    std::vector<Nanos> early;  // how long before the last arrival of the iteration before
+    std::vector<Nanos> early;  // how long before the iteration before was over on it (arrivals, own sends)
     std::size_t seen = 0;
     for (std::size_t k = 0; k < K; ++k) {
       const auto prev = ends.find(choice.used[k] - 1);
@@ -435,11 +435,12 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
       ++seen;
       if (prev->second[r] > now->second[r]) early.push_back(prev->second[r] - now->second[r]);
     }
-    if (2 * early.size() > seen) {
+    if (seen >= 3 && 2 * early.size() > seen) {
       rep.warnings.push_back(rank_name(static_cast<RankId>(r)) + " began " + std::to_string(early.size()) + " of " +
-                             std::to_string(seen) + " iterations while messages of the one before were still arriving (" +
-                             human_duration(median_of(early)) + " before the last, in the median): the replay holds it "
-                             "until they have arrived, and runs slow. Either its iterations were cut inside the job's "
+                             std::to_string(seen) + " iterations while messages of the one before were still arriving "
+                             "or its own sends still going (" + human_duration(median_of(early)) +
+                             " before the last, in the median): the replay holds it until the one before is over on it, "
+                             "and runs slow. Either its iterations were cut inside the job's "
                              "(marking them with tensorwire.annotate settles it: docs/profile-build.md) or the job "
                              "overlaps them");
     }

@@ -27,6 +27,7 @@ constexpr double kRecurShare = 0.8;
 constexpr double kIdleRatio = 2.0;   // a cut's idle gap against the other messages'
 constexpr std::size_t kGapSamples = 256;
 constexpr std::size_t kMaxParts = 8;  // pieces per iteration a direction may be cut into and joined back
+constexpr double kJoinLead = 0.1;     // the agreement by which one way of joining them must beat the next
 
 // With the period p found: the message start, of those in one period from
 // `base`, whose multiples of p (from `from` to `last`) mostly start a call and
@@ -412,31 +413,51 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
     }
     return step.empty() ? Nanos{0} : percentile(step, 0.5);
   };
-  const std::size_t busiest = *std::max_element(cut.begin(), cut.end(), [&](std::size_t x, std::size_t y) {
-    return a.connections[dirs[x].conn].bytes_sent < a.connections[dirs[y].conn].bytes_sent;
-  });
-  const Nanos period = piece_time(busiest);
+  const auto bytes = [&](std::size_t x) { return a.connections[dirs[x].conn].bytes_sent; };
   const auto pieces = [&](std::size_t d) {
     std::set<std::int64_t> v(piece[d].begin(), piece[d].end());
     v.erase(kNoIteration);
     return v.size();
   };
+  // A whole period m times another's (m from 2 to kMaxParts, within a quarter),
+  // with about 1/m as many pieces: the other is cut into parts of it.
+  const auto parts_of = [&](std::size_t whole, std::size_t part) -> std::int64_t {
+    const Nanos tw = piece_time(whole), tp = piece_time(part);
+    if (tw <= 0 || tp <= 0) return 0;
+    const std::int64_t m = (tw + tp / 2) / tp;
+    const std::size_t n = pieces(whole) * static_cast<std::size_t>(std::max<std::int64_t>(m, 0)), np = pieces(part);
+    const bool counts = np + 2 * static_cast<std::size_t>(m) >= n && np <= n + 2 * static_cast<std::size_t>(m);
+    return m >= 2 && m <= static_cast<std::int64_t>(kMaxParts) && 4 * std::abs(m * tp - tw) <= tw && counts ? m : 0;
+  };
+  std::size_t busiest = *std::max_element(cut.begin(), cut.end(), [&](std::size_t x, std::size_t y) { return bytes(x) < bytes(y); });
+  // DDP's ring directions carry about the same bytes, some cut into halves of
+  // the iteration and some whole: the iteration is the whole one's.
+  {
+    std::size_t whole = busiest;
+    for (std::size_t d : cut) {
+      if (2 * bytes(d) >= bytes(busiest) && parts_of(d, busiest) > 0 && piece_time(d) > piece_time(whole)) whole = d;
+    }
+    busiest = whole;
+  }
+  const Nanos period = piece_time(busiest);
   const std::size_t iterations = pieces(busiest);
   std::vector<std::size_t> parts;  // directions cut at a whole fraction of the iteration
   std::erase_if(cut, [&](std::size_t d) {
     const Nanos t = piece_time(d);
     const bool keep = d == busiest || (2 * t >= period && t <= 2 * period && 2 * pieces(d) < 3 * iterations);
-    if (!keep && t > 0) {
-      const std::int64_t m = (period + t / 2) / t;
-      if (m >= 2 && m <= static_cast<std::int64_t>(kMaxParts) && 4 * std::abs(m * t - period) <= period &&
-          pieces(d) + 2 * static_cast<std::size_t>(m) >= static_cast<std::size_t>(m) * iterations &&
-          pieces(d) <= static_cast<std::size_t>(m) * (iterations + 2)) {
-        parts.push_back(d);
-        return true;
-      }
+    if (!keep && parts_of(busiest, d) > 0) {
+      parts.push_back(d);
+      return true;
     }
     if (!keep) piece[d].clear();
     return !keep;
+  });
+  // Only for a rank left with no direction of its own: the others' parts go by
+  // time through their rank's whole direction, as before.
+  std::erase_if(parts, [&](std::size_t d) {
+    const bool alone = std::none_of(cut.begin(), cut.end(), [&](std::size_t e) { return dirs[e].src == dirs[d].src; });
+    if (!alone) piece[d].clear();
+    return !alone;
   });
   const auto by_ready = [&](std::size_t d) {
     std::vector<std::pair<Nanos, std::int64_t>> v;  // (ready, piece)
@@ -478,8 +499,8 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
   const std::vector<std::vector<std::int64_t>> kept_piece = piece;
   std::vector<std::size_t> joined;
   for (std::size_t d : parts) {
-    const std::int64_t m = (period + piece_time(d) / 2) / piece_time(d);
-    double best_share = -1;
+    const std::int64_t m = parts_of(busiest, d);
+    double best_share = -1, second_share = -1;
     std::int64_t best_phase = 0;
     for (std::int64_t phase = 0; phase < m; ++phase) {
       for (std::size_t i = 0; i < piece[d].size(); ++i) {
@@ -497,9 +518,14 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
         agree += top;
       }
       const double share = all == 0 ? 0.0 : static_cast<double>(agree) / static_cast<double>(all);
-      if (share > best_share) best_share = share, best_phase = phase;
+      if (share > best_share) {
+        second_share = best_share, best_share = share, best_phase = phase;
+      } else {
+        second_share = std::max(second_share, share);
+      }
     }
-    if (best_share < kRecurShare) {  // no way of joining them holds: placed by time
+    // No way of joining them holds, or two hold alike: placed by time.
+    if (best_share < kRecurShare || best_share - second_share < kJoinLead) {
       piece[d].clear();
       ready[d].clear();
       continue;
@@ -530,6 +556,9 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
   std::vector<std::size_t> queue{root};
   for (std::size_t q = 0; q < queue.size(); ++q) {
     const std::size_t d = queue[q];
+    // A joined direction takes its number from the others and passes none on:
+    // its own votes are what chose its join.
+    if (d != root && std::find(joined.begin(), joined.end(), d) != joined.end()) continue;
     for (std::size_t e : cut) {
       if (shift[e]) continue;
       std::map<std::int64_t, std::size_t> v;  // piece(e) - piece(d)

@@ -534,7 +534,9 @@ TEST(ProfileBuild, NotificationsThatRecurTwiceAnIterationArePlacedByTime) {
   for (FlowIndex f = 0; f < 3; ++f) EXPECT_EQ(sends[f], 8u) << p.flows[f].id << "\n" << build_report_text(b.report);
 }
 
-TEST(ProfileBuild, AConnectionCutIntoHalvesOfTheIterationIsJoinedBackAtItsStart) {
+// answer: rank 1's transfer size. At 80 kB rank 0's direction carries the
+// most bytes; at 81 kB rank 1's, the halved one.
+void halves_are_joined(std::int64_t answer_bytes) {
   // Each iteration two phases after compute (4 ms, then 3 ms between them, as
   // DDP's two buckets): four rounds in which rank 0 sends (100 kB in the first
   // phase, 60 kB in the second) and rank 1 answers 80 kB. Rank 1's stream is
@@ -549,7 +551,7 @@ TEST(ProfileBuild, AConnectionCutIntoHalvesOfTheIterationIsJoinedBackAtItsStart)
       t += (phase == 0 ? 4000 : 3000) * kMicro + (k % 3) * 100 * kMicro;
       for (int r = 0; r < 4; ++r) {
         c.send(0, 1, data, t + r * 300 * kMicro, phase == 0 ? 100000 : 60000);
-        c.send(1, 0, data, t + r * 300 * kMicro + 150 * kMicro, 80000);
+        c.send(1, 0, data, t + r * 300 * kMicro + 150 * kMicro, answer_bytes);
       }
       t += 1200 * kMicro;
     }
@@ -581,6 +583,9 @@ TEST(ProfileBuild, AConnectionCutIntoHalvesOfTheIterationIsJoinedBackAtItsStart)
         << answer.id << " answers " << asked.id << "\n" << write_profile_yaml(p);
   }
 }
+
+TEST(ProfileBuild, AConnectionCutIntoHalvesOfTheIterationIsJoinedBackAtItsStart) { halves_are_joined(80000); }
+TEST(ProfileBuild, AHalvedConnectionThatCarriesTheMostBytesIsJoinedBackToo) { halves_are_joined(81000); }
 
 TEST(ProfileBuild, ARankThatBeginsItsIterationsBeforeThePreviousOnesArrivedIsSaid) {
   const auto early_warnings = [](const BuiltProfile& b) {
