@@ -399,7 +399,10 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
   // much to tell, as an MPI job's do. Numbered as iterations, they moved the
   // others' cuts by a message in some iterations only, and 2 of 30 iterations
   // came out alike.)
-  const auto piece_time = [&](std::size_t d) {
+  // Both of the cuts as found (before any join), once per direction.
+  std::vector<Nanos> piece_times(dirs.size(), -1);
+  std::vector<std::size_t> piece_counts(dirs.size(), 0);
+  const auto find_piece_time = [&](std::size_t d) {
     std::map<std::int64_t, Nanos> first;
     for (std::size_t i = 0; i < dirs[d].messages.size(); ++i) {
       if (piece[d][i] == kNoIteration) continue;
@@ -413,12 +416,15 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
     }
     return step.empty() ? Nanos{0} : percentile(step, 0.5);
   };
-  const auto bytes = [&](std::size_t x) { return a.connections[dirs[x].conn].bytes_sent; };
-  const auto pieces = [&](std::size_t d) {
+  for (std::size_t d : cut) {
+    piece_times[d] = find_piece_time(d);
     std::set<std::int64_t> v(piece[d].begin(), piece[d].end());
     v.erase(kNoIteration);
-    return v.size();
-  };
+    piece_counts[d] = v.size();
+  }
+  const auto piece_time = [&](std::size_t d) { return piece_times[d]; };
+  const auto pieces = [&](std::size_t d) { return piece_counts[d]; };
+  const auto bytes = [&](std::size_t x) { return a.connections[dirs[x].conn].bytes_sent; };
   // A whole period m times another's (m from 2 to kMaxParts, within a quarter),
   // with about 1/m as many pieces: the other is cut into parts of it.
   const auto parts_of = [&](std::size_t whole, std::size_t part) -> std::int64_t {
