@@ -399,7 +399,7 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
   // much to tell, as an MPI job's do. Numbered as iterations, they moved the
   // others' cuts by a message in some iterations only, and 2 of 30 iterations
   // came out alike.)
-  // Both of the cuts as found (before any join), once per direction.
+  // Each direction's piece time and count as cut (before any join), found once.
   std::vector<Nanos> piece_times(dirs.size(), -1);
   std::vector<std::size_t> piece_counts(dirs.size(), 0);
   const auto find_piece_time = [&](std::size_t d) {
