@@ -57,7 +57,7 @@ TEST(RunStatus, BriefAndFullStatus) {
 
 TEST(RunStatus, MetricsNameEveryFlow) {
   RunProgress p(2, 20);
-  const std::string m = metrics_text("r", {{"f0", 0, 1}, {"f1", 1, 0}}, {5, 6}, p, 2);
+  const std::string m = metrics_text("r", {{"f0", 0, 1}, {"f1", 1, 0}}, {5, 6}, p, 2, {});
   EXPECT_NE(m.find("tensorwire_iterations_planned{run=\"r\"} 20\n"), std::string::npos);
   EXPECT_NE(m.find("tensorwire_iterations_completed_total{run=\"r\"} 0\n"), std::string::npos);
   EXPECT_NE(m.find("tensorwire_rank_iterations_completed_total{run=\"r\",rank=\"1\"} 0\n"), std::string::npos);
@@ -67,11 +67,30 @@ TEST(RunStatus, MetricsNameEveryFlow) {
   EXPECT_EQ(m.find("tensorwire_rank_iteration_seconds{"), std::string::npos);
   // Rank 1 finished its first iteration (250 ms): its own series, not yet the job's.
   ASSERT_TRUE(p.iteration(1, 0, 1000, 1000 + 250 * kMilli));
-  const std::string later = metrics_text("r", {{"f0", 0, 1}, {"f1", 1, 0}}, {5, 6}, p, 2);
+  const std::string later = metrics_text("r", {{"f0", 0, 1}, {"f1", 1, 0}}, {5, 6}, p, 2, {});
   EXPECT_NE(later.find("tensorwire_rank_iterations_completed_total{run=\"r\",rank=\"1\"} 1\n"), std::string::npos) << later;
-  EXPECT_NE(later.find("tensorwire_rank_iteration_seconds{run=\"r\",rank=\"1\"} 0.250000\n"), std::string::npos) << later;
+  EXPECT_NE(later.find("tensorwire_rank_iteration_seconds{run=\"r\",rank=\"1\"} 0.250000000\n"), std::string::npos) << later;
   EXPECT_EQ(later.find("tensorwire_rank_iteration_seconds{run=\"r\",rank=\"0\"}"), std::string::npos) << later;
   EXPECT_EQ(later.find("tensorwire_iteration_seconds{"), std::string::npos) << later;
+}
+
+TEST(RunStatus, MetricsGiveEachAgentsClockAndQuoteLabels) {
+  RunProgress p(2, 4);
+  std::vector<AgentStatus> agents(3);
+  agents[0].rank = 1;
+  agents[0].host = "h\"1\\";
+  agents[0].clock.add(10, {-2500, 1800, 40000, 8});
+  agents[0].clock.add(20, {-2600, 1200, 30000, 8});  // the latest counts
+  agents[1].rank = 0;
+  agents[1].host = "h0";  // no estimate yet: no series
+  agents[2].host = "late";  // no rank yet
+  agents[2].clock.add(10, {1, 1, 1, 1});
+  const std::string m = metrics_text("r\n", {{"a\"b", 0, 1}}, {7}, p, 3, agents);
+  EXPECT_NE(m.find("tensorwire_clock_offset_seconds{run=\"r\\n\",rank=\"1\",host=\"h\\\"1\\\\\"} -0.000002600\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("tensorwire_clock_bound_seconds{run=\"r\\n\",rank=\"1\",host=\"h\\\"1\\\\\"} 0.000001200\n"), std::string::npos) << m;
+  EXPECT_EQ(m.find("rank=\"0\",host"), std::string::npos) << m;
+  EXPECT_EQ(m.find("host=\"late\""), std::string::npos) << m;
+  EXPECT_NE(m.find("flow=\"a\\\"b\""), std::string::npos) << m;
 }
 
 TEST(ProgressLine, Bar) {

@@ -113,7 +113,7 @@ class RunLifecycle final : public Session::Handler {
 
   HttpReply get(const std::string& path) const {
     if (path == "/metrics") {
-      return {beast::http::status::ok, "text/plain; version=0.0.4", metrics_text(o_.run_id, p_.flows, flow_bytes_, progress_, joined())};
+      return {beast::http::status::ok, "text/plain; version=0.0.4", metrics_text(o_.run_id, p_.flows, flow_bytes_, progress_, joined(), status().agents)};
     }
     if (path == "/api/runs") {
       return {beast::http::status::ok, "application/json", nlohmann::json::array({run_brief_json(status(), progress_)}).dump(2) + "\n"};

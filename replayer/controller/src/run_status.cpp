@@ -1,5 +1,7 @@
 #include "tensorwire/controller/run_status.hpp"
 
+#include <cstdio>
+
 namespace tw {
 
 const char* state_name(RunState s) {
@@ -70,11 +72,26 @@ nlohmann::json feed_progress_json(const RunProgress& p) {
   return j;
 }
 
+std::string prometheus_label(const std::string& v) {
+  std::string q = "\"";
+  for (char c : v) {
+    if (c == '\\' || c == '"') {
+      q += '\\';
+      q += c;
+    } else if (c == '\n') {
+      q += "\\n";
+    } else {
+      q += c;
+    }
+  }
+  return q + "\"";
+}
+
 std::string metrics_text(const std::string& run_id, const std::vector<Flow>& flows, const std::vector<std::uint64_t>& flow_bytes,
-                         const RunProgress& p, std::size_t agents_connected) {
+                         const RunProgress& p, std::size_t agents_connected, const std::vector<AgentStatus>& agents) {
   std::string m;
   const auto line = [&m](const std::string& s) { m += s + "\n"; };
-  const std::string run = "run=\"" + run_id + "\"";
+  const std::string run = "run=" + prometheus_label(run_id);
   // Names follow Prometheus' rules (promtool check metrics): a counter ends in
   // _total, nothing else does; seconds and bytes are the units.
   line("# HELP tensorwire_iterations_completed_total Iterations completed by every rank.");
@@ -83,7 +100,11 @@ std::string metrics_text(const std::string& run_id, const std::vector<Flow>& flo
   line("# HELP tensorwire_iterations_planned Iterations the run replays.");
   line("# TYPE tensorwire_iterations_planned gauge");
   line("tensorwire_iterations_planned{" + run + "} " + std::to_string(p.iterations()));
-  const auto seconds = [](Nanos ns) { return std::to_string(static_cast<double>(ns) / 1e9); };
+  const auto seconds = [](Nanos ns) {  // to the nanosecond: a clock bound is microseconds
+    char b[32];
+    std::snprintf(b, sizeof b, "%.9f", static_cast<double>(ns) / 1e9);
+    return std::string(b);
+  };
   line("# HELP tensorwire_iteration_seconds Duration of the last completed iteration, job-wide.");
   line("# TYPE tensorwire_iteration_seconds gauge");
   if (p.done() > 0) {
@@ -105,12 +126,28 @@ std::string metrics_text(const std::string& run_id, const std::vector<Flow>& flo
   line("# HELP tensorwire_flow_bytes_sent_total Bytes handed to the kernel per flow.");
   line("# TYPE tensorwire_flow_bytes_sent_total counter");
   for (std::size_t f = 0; f < flows.size(); ++f) {
-    line("tensorwire_flow_bytes_sent_total{" + run + ",flow=\"" + flows[f].id + "\",src=\"" + std::to_string(flows[f].src) +
-         "\",dst=\"" + std::to_string(flows[f].dst) + "\"} " + std::to_string(f < flow_bytes.size() ? flow_bytes[f] : 0));
+    line("tensorwire_flow_bytes_sent_total{" + run + ",flow=" + prometheus_label(flows[f].id) + ",src=\"" +
+         std::to_string(flows[f].src) + "\",dst=\"" + std::to_string(flows[f].dst) + "\"} " +
+         std::to_string(f < flow_bytes.size() ? flow_bytes[f] : 0));
   }
   line("# HELP tensorwire_agents_connected Agents connected to the controller.");
   line("# TYPE tensorwire_agents_connected gauge");
   line("tensorwire_agents_connected{" + run + "} " + std::to_string(agents_connected));
+  // Each agent's latest clock estimate: its offset from the controller's clock,
+  // and the bound on that offset's error (every timing of its rank is this good).
+  const auto clock = [&](const char* name, const char* help, auto value) {
+    line(std::string("# HELP ") + name + " " + help);
+    line(std::string("# TYPE ") + name + " gauge");
+    for (const AgentStatus& a : agents) {
+      if (!a.rank || a.clock.empty()) continue;
+      line(std::string(name) + "{" + run + ",rank=\"" + std::to_string(*a.rank) + "\",host=" + prometheus_label(a.host) + "} " +
+           seconds(value(a.clock.points().back().second)));
+    }
+  };
+  clock("tensorwire_clock_offset_seconds", "Agent clock minus the controller's, latest estimate.",
+        [](const ClockEstimate& e) { return e.offset; });
+  clock("tensorwire_clock_bound_seconds", "Error bound of the latest clock offset estimate.",
+        [](const ClockEstimate& e) { return e.bound; });
   return m;
 }
 

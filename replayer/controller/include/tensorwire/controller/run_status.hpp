@@ -47,8 +47,10 @@ nlohmann::json run_brief_json(const RunStatus& s, const RunProgress& p);
 nlohmann::json run_status_json(const RunStatus& s, const RunProgress& p);
 // The feed's `progress` message.
 nlohmann::json feed_progress_json(const RunProgress& p);
-// GET /metrics. `flow_bytes` is indexed like `flows`.
+// GET /metrics. `flow_bytes` is indexed like `flows`; `agents` give the clock series.
 std::string metrics_text(const std::string& run_id, const std::vector<Flow>& flows, const std::vector<std::uint64_t>& flow_bytes,
-                         const RunProgress& p, std::size_t agents_connected);
+                         const RunProgress& p, std::size_t agents_connected, const std::vector<AgentStatus>& agents);
+// A Prometheus label value, quoted: backslash, double quote and newline escaped.
+std::string prometheus_label(const std::string& v);
 
 }  // namespace tw
