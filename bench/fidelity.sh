@@ -274,7 +274,7 @@ print("  2 of 28). And a direction cut into halves of the iteration (DDP's two b
 print("  between them as idle as before the first) has its halves joined at the iteration's start: in 2")
 print("  of 21 DDP captures of a development run one rank's directions were all cut so and its 61 MiB")
 print("  were left out, unflagged, with the iteration error still +2 to +4%; joined, the same captures")
-print("  replay +2.7% to +5.4% with every byte in (2 replays each, load 0.5).")
+print("  replay +2.7% to +5.4% with every byte in (2 replays each, at load 0.45).")
 print("- **Open loop** (each send at its captured offset from the iteration start, dependencies ignored)")
 print("  replays one typical iteration (mean offsets, median period) against captured iterations that vary,")
 print("  hence its wide p95.")
