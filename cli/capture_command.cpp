@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "command.hpp"
 #include "tensorwire/capture/capture_session.hpp"
@@ -15,6 +16,7 @@
 #include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/trace.hpp"
+#include "tensorwire/view/sources.hpp"
 
 namespace tw::cli {
 namespace {
@@ -94,12 +96,17 @@ struct ExportArgs {
   double gap_us = 100;
 };
 
+// The timeline of `tensorwire view DIR -o FILE.json`, kept under its old name.
 int export_command(const ExportArgs& a) {
-  const CaptureReading c = read_capture(a.dir, static_cast<Nanos>(a.gap_us * 1e3));
-  const nlohmann::json j = export_chrome_trace(c.traces, c.analysis, read_imported_ops(a.dir));
-  write_file_atomic(a.out, j.dump() + "\n");
-  fmt::print(stderr, "tensorwire trace export: {} events in {} (open it in ui.perfetto.dev or chrome://tracing)\n",
-             j["traceEvents"].size(), a.out);
+  view::Selection s;
+  s.gap = static_cast<Nanos>(a.gap_us * 1e3);
+  view::ViewCounts counts;
+  const view::View v = view::view_of({a.dir}, s, &counts);
+  std::ostringstream out;
+  view::write_trace_json(v, out);
+  write_file_atomic(a.out, out.str());
+  fmt::print(stderr, "tensorwire trace export: {} messages, {} slices in {} (open it in ui.perfetto.dev or chrome://tracing; "
+             "`tensorwire view` writes Perfetto's protobuf too)\n", counts.messages, v.slice_count(), a.out);
   return 0;
 }
 
@@ -154,7 +161,7 @@ void add_capture_commands(CLI::App& app, Action& action) {
   imp->callback([&action, im] { action = [im] { return import_command(*im); }; });
 
   auto ex = std::make_shared<ExportArgs>();
-  CLI::App* exp = t->add_subcommand("export", "Write a capture as Chrome-trace JSON for Perfetto: messages, annotations, imported ops");
+  CLI::App* exp = t->add_subcommand("export", "Write a capture as trace-event JSON for Perfetto or chrome://tracing (as `tensorwire view DIR -o FILE.json`)");
   exp->add_option("dir", ex->dir, "Capture directory")->required();
   exp->add_option("-o,--out", ex->out, "Output JSON file")->required();
   exp->add_option("--gap-us", ex->gap_us, "Send calls closer than this belong to one message")->capture_default_str();

@@ -18,5 +18,6 @@ void add_run_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);
 void add_testbed_command(CLI::App& app, Action& action);
 void add_capture_commands(CLI::App& app, Action& action);
+void add_view_command(CLI::App& app, Action& action);
 
 }  // namespace tw::cli

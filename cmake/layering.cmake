@@ -40,18 +40,26 @@ function(tw_link_closure target out)
 endfunction()
 
 # Fails the configuration when `target` (whose sources are under `dir`) reaches
-# anything but core/ and its pure dependencies.
+# anything but core/ and its pure dependencies. ALLOW_CAPTURE: a layer above the
+# capture's pure reader (tw_capture: trace show, imported ops) may use it too.
 function(tw_require_pure target dir)
+  cmake_parse_arguments(PURE "ALLOW_CAPTURE" "" "" ${ARGN})
+  set(forbidden "^(tw_replay|tw_agent|tw_control|tw_capture|tw_wire_tap|tensorwire_capture)$")
+  set(headers "tensorwire/(agent|controller|launch|protocol|capture)/")
+  if(PURE_ALLOW_CAPTURE)
+    set(forbidden "^(tw_replay|tw_agent|tw_control|tw_wire_tap|tensorwire_capture|tw_capture_session)$")
+    set(headers "tensorwire/(agent|controller|launch|protocol)/|tensorwire/capture/(capture_session|wire_tap)")
+  endif()
   tw_link_closure(${target} closure)
   foreach(l IN LISTS closure)
-    if(l MATCHES "^(tw_replay|tw_agent|tw_control|tw_capture|tw_wire_tap|tensorwire_capture)$" OR l MATCHES "^Boost::"
+    if(l MATCHES "${forbidden}" OR l MATCHES "^Boost::"
        OR l MATCHES "pcap")
       message(FATAL_ERROR "${target} links ${l}: ${dir}/ may depend on core/ only (docs/architecture.md)")
     endif()
   endforeach()
   file(GLOB_RECURSE sources "${dir}/*.cpp" "${dir}/*.hpp")
   foreach(f IN LISTS sources)
-    file(STRINGS "${f}" bad REGEX "^#include [<\"](boost/|pcap|tensorwire/(agent|controller|launch|protocol|capture)/)")
+    file(STRINGS "${f}" bad REGEX "^#include [<\"](boost/|pcap|${headers})")
     if(bad)
       list(GET bad 0 first)
       file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${f}")

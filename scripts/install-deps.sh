@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   # libraries (header-only ones included): one Asio, from Boost 1.81
   libboost1.81-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
-  nlohmann-json3-dev libpcap-dev libconcurrentqueue-dev
+  nlohmann-json3-dev libpcap-dev libconcurrentqueue-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 iperf3
   # the ssh launcher's test runs a real sshd; the HTTP API is tested with curl;
@@ -18,6 +18,8 @@ packages=(
   python3-yaml
   # promtool checks the controller's /metrics (its server is left stopped, below)
   prometheus
+  # the timelines' protobuf files are decoded against Perfetto's definitions
+  protobuf-compiler python3-protobuf
   # the real training jobs the capture is tested on (examples/)
   python3-torch python3-torchvision
   # a second transport for the capture tests (examples/ps/train_zmq.py); setpriv

@@ -140,7 +140,8 @@ std::vector<std::string> session_files(const std::string& dir) {
 namespace {
 
 // One session file's wire block; its pcap files, numbered on from `files`, go into `index`.
-WireCapture read_session_wire(const std::string& dir, const std::string& file, std::uint32_t& files, wire::WireIndex& index) {
+WireCapture read_session_wire(const std::string& dir, const std::string& file, std::uint32_t& files, wire::WireIndex& index,
+                              const std::map<std::string, Nanos>& shift_by_host) {
   WireCapture w;
   std::ifstream cf(file);
   if (!cf) throw std::runtime_error(file + ": cannot open");
@@ -152,6 +153,9 @@ WireCapture read_session_wire(const std::string& dir, const std::string& file, s
     w.status = "no wire tap in this capture";
     return w;
   }
+  const auto host = c.find("host");
+  const auto shifted = host != c.end() && host->is_string() ? shift_by_host.find(host->get<std::string>()) : shift_by_host.end();
+  const Nanos shift = shifted == shift_by_host.end() ? 0 : shifted->second;
   w.mode = wire.value("mode", "off");
   w.status = wire.value("error", "");
   w.dropped = wire.value("dropped", std::uint64_t{0});
@@ -167,6 +171,9 @@ WireCapture read_session_wire(const std::string& dir, const std::string& file, s
     wire::PcapRead r = wire::read_pcap(path, files++);
     w.frames += r.frames;
     w.truncated = w.truncated || r.truncated;
+    if (shift != 0) {
+      for (wire::Segment& seg : r.segments) seg.ts -= shift;
+    }
     index.add(std::move(r.segments));
   }
   for (const auto& i : wire.value("interfaces", nlohmann::json::array())) w.interfaces.push_back(i.get<std::string>());
@@ -187,21 +194,27 @@ std::string joined(const std::vector<std::string>& v, const char* sep) {
 
 // Every session of the directory (capture.json, and capture-HOST-PID.json of
 // captures that wrote into it together): their wire files in one index.
-WireCapture read_wire_capture(const std::string& dir) {
+WireCapture read_wire_capture(const std::string& dir) { return read_wire_captures({dir}, {}); }
+
+WireCapture read_wire_captures(const std::vector<std::string>& dirs, const std::map<std::string, Nanos>& shift_by_host) {
   WireCapture w;
-  const std::vector<std::string> sessions = fs::is_directory(dir) ? capture_dir::session_files(dir) : std::vector<std::string>{};
-  if (sessions.empty()) return w;
   std::uint32_t files = 0;
   std::vector<std::string> modes, statuses;
-  for (const auto& file : sessions) {
-    const WireCapture s = read_session_wire(dir, file, files, w.index);
-    add_once(modes, s.mode);
-    add_once(statuses, s.status);
-    w.frames += s.frames;
-    w.dropped += s.dropped;
-    w.truncated = w.truncated || s.truncated;
-    for (const auto& i : s.interfaces) add_once(w.interfaces, i);
+  bool any = false;
+  for (const auto& dir : dirs) {
+    const std::vector<std::string> sessions = fs::is_directory(dir) ? capture_dir::session_files(dir) : std::vector<std::string>{};
+    for (const auto& file : sessions) {
+      any = true;
+      const WireCapture s = read_session_wire(dir, file, files, w.index, shift_by_host);
+      add_once(modes, s.mode);
+      add_once(statuses, s.status);
+      w.frames += s.frames;
+      w.dropped += s.dropped;
+      w.truncated = w.truncated || s.truncated;
+      for (const auto& i : s.interfaces) add_once(w.interfaces, i);
+    }
   }
+  if (!any) return w;
   w.mode = joined(modes, ",");
   w.status = joined(statuses, "; ");
   w.index.finish();

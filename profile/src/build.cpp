@@ -617,3 +617,47 @@ BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const Buil
 }
 
 }  // namespace tw
+
+namespace tw {
+
+CaptureJob read_capture_job(const std::vector<std::string>& dirs, Nanos gap) {
+  CaptureJob job;
+  for (const std::string& d : dirs) {
+    std::vector<ProcessTrace> t = read_capture_dir(d);
+    if (t.empty()) throw std::runtime_error(d + ": no traced process in this capture (trace-PID.json)");
+    job.traces.insert(job.traces.end(), std::make_move_iterator(t.begin()), std::make_move_iterator(t.end()));
+  }
+  job.analysis = analyse_capture(job.traces, gap);
+  job.rank_of_process.assign(job.traces.size(), std::nullopt);
+  build::Ranks ranks = build::find_ranks(job.traces, job.analysis, job.notes);
+  if (!ranks.ranks.empty()) {
+    job.rank_of_process = ranks.of_process;
+    job.clocks = build::align_clocks(job.traces, job.analysis, ranks.ranks[0].process, job.notes);
+  }
+  std::map<std::string, Nanos> shift;
+  for (const auto& c : job.clocks) {
+    if (c.offset != 0) shift[c.host] = c.offset;
+  }
+  WireCapture wire = read_wire_captures(dirs, shift);
+  job.wire = wire.present() && wire.index.segment_count() > 0;
+  job.analysis = analyse_capture(job.traces, gap, job.wire ? &wire.index : nullptr);
+  job.iteration_of_message.assign(job.analysis.messages.size(), -1);
+  if (ranks.ranks.size() < 2) {
+    job.notes.push_back("fewer than two ranks exchanged traced traffic: no iterations");
+    return job;
+  }
+  try {
+    std::vector<build::Direction> ds = build::directions(job.analysis, ranks);
+    build::assign_roles(ranks, job.traces, job.analysis, ds);
+    const build::Iterations its = build::find_iterations(job.traces, job.analysis, ranks, ds, job.notes);
+    job.iteration_source = its.source;
+    for (std::size_t m = 0; m < its.of_message.size() && m < job.iteration_of_message.size(); ++m) {
+      if (its.of_message[m] != build::kNoIteration) job.iteration_of_message[m] = its.of_message[m];
+    }
+  } catch (const std::runtime_error& e) {
+    job.notes.push_back(std::string("no iterations: ") + e.what());
+  }
+  return job;
+}
+
+}  // namespace tw

@@ -310,6 +310,7 @@ profiler_import() {
   "$TW" trace import capp prof.json --pid "$pid" --start-ns "$start" || return 1
   "$TW" trace show capp | grep -q 'aten::mm' || return 1
   "$TW" trace show capp --json > capp.json && "$TW" trace export capp -o capp-export.json || return 1
+  $PY "$SRC/tests/perfetto/check_trace.py" --json capp-export.json > /dev/null || return 1
   $PY - "$pid" <<'PY'
 import json, sys
 pid = int(sys.argv[1])
@@ -326,10 +327,13 @@ assert len(inside) == len(mm), (len(inside), len(mm))
 e = json.load(open("capp-export.json"))["traceEvents"]
 x = [v for v in e if v["ph"] == "X"]
 assert all(isinstance(v["ts"], (int, float)) and v["dur"] >= 0 for v in x)
-cats = {v["cat"] for v in x}
-assert {"data", "iteration", "bucket", "forward"} <= cats, cats
+cats = {v.get("cat") for v in x}
+assert {"message", "iteration", "annotation", "stage", "read"} <= cats, cats
+names = {v["name"] for v in x}
+assert "forward" in names and any(n.startswith("bucket ") for n in names), names
 assert sum(1 for v in x if v["name"] == "aten::mm") == sum(1 for o in ops if o["name"] == "aten::mm")
-assert any("wire_us" in v.get("args", {}) for v in x if v["cat"] == "data")
+# Every message with its stages from the wire tap, drawn as nested slices.
+assert any(v["name"] == "on the wire" for v in x if v.get("cat") == "stage")
 print(len(mm), "matrix multiplies inside the iterations;", len(e), "events exported")
 PY
 }

@@ -124,6 +124,74 @@ iteration_range() {
 }
 check "--iterations A:B is used, and refused in one line when outside what was found" iteration_range
 
+# Timelines (`tensorwire view`) of the captures, the run and the profile above,
+# decoded against Perfetto's message definitions (tests/perfetto/check_trace.py:
+# slices nest, flows have both ends, names and tracks are defined before use),
+# with what they hold counted against `trace show` and `results rates`.
+timelines() {
+  local chk="$SRC/tests/perfetto/check_trace.py" shown=0 d
+  [ -d ddp-run ] && [ -d ps-run ] || { echo "the DDP and parameter-server runs above did not run"; return 1; }
+  "$TW" view ddp-h0 ddp-h1 -o cap.pftrace 2> view.err || { cat view.err; return 1; }
+  $PY "$chk" cap.pftrace > cap.sum || return 1
+  for d in ddp-h0 ddp-h1; do
+    shown=$((shown + $("$TW" trace show $d --json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["messages"]))')))
+  done
+  $PY - cap.sum $shown ddp-h0 <<'PY' || return 1
+import glob, json, sys
+s = json.load(open(sys.argv[1])); shown = int(sys.argv[2])
+# Every message of both hosts' traces, each read by its traced receiver, each with its stages from the wire tap.
+assert s["slices"]["message"] == shown, (s["slices"], shown)
+assert s["slices"]["read"] == s["about"]["receipts"] == shown, s["slices"]
+assert s["slices"].get("stage", 0) >= shown, s["slices"]
+assert s["flows"] + s["about"]["flows_not_drawn"] == shown
+assert len(s["processes"]) == 2 and s["processes"][0].startswith("rank 0"), s["processes"]
+assert s["slices"]["iteration"] >= 2 * 10, s["slices"]
+assert any(c.startswith("cwnd to rank 1") for c in s["counters"]) and any(c.startswith("throughput") for c in s["counters"])
+# On the capture's clock: inside the job's life, with the hosts' offsets and bounds in the file.
+cap = json.load(open(glob.glob(sys.argv[3] + "/capture-*.json")[0]))
+assert cap["started_ns"] - 1e9 <= s["first_ns"] <= s["last_ns"] <= cap["ended_ns"] + 1e9, (s["first_ns"], cap["started_ns"])
+assert "CLOCK_REALTIME" in s["about"]["clock"] and "bound_ns" in s["about"]["hosts"], s["about"]
+assert s["bytes"] / shown <= 150, s["bytes"] / shown
+PY
+  # The messages the run's records hold, as `results rates` counts them (its
+  # receive records; `results check` may refuse a run whose timers fired early).
+  local sent
+  sent=$("$TW" results rates ddp-run --json | $PY -c 'import json,sys; print(sum(f["messages"] for f in json.load(sys.stdin)["flows"]))')
+  "$TW" view ddp-run -o run.pftrace 2> view.err || { cat view.err; return 1; }
+  $PY "$chk" run.pftrace > run.sum || return 1
+  $PY - run.sum "$sent" ddp-run/run.json <<'PY' || return 1
+import json, sys
+s = json.load(open(sys.argv[1])); sent = int(sys.argv[2]); run = json.load(open(sys.argv[3]))
+a = s["about"]
+assert s["slices"]["message"] == sent and s["slices"]["read"] == sent, (s["slices"], sent)
+assert s["slices"]["compute"] == a["compute"] and s["slices"]["compute"] > 0
+assert s["flows"] + a["flows_not_drawn"] == sent + a["dependencies"] and a["dependencies"] > 0, a
+assert s["slices"]["iteration"] == 2 * run["iterations_done"], (s["slices"], run["iterations_done"])
+assert s["first_ns"] >= run["start_ns"], (s["first_ns"], run["start_ns"])
+assert "controller" in a["clock"] and "bound_ns" in a["hosts"], a
+PY
+  # The run beside the capture it replays; a profile; the legacy JSON; selections.
+  "$TW" view ddp-run --against ddp-h0 ddp-h1 -o both.pftrace 2> view.err || { cat view.err; return 1; }
+  $PY "$chk" both.pftrace | $PY -c '
+import json, sys; s = json.load(sys.stdin)
+assert sorted(p.split(":")[0] for p in s["processes"]) == ["capture"] * 2 + ["run"] * 2, s["processes"]' || return 1
+  "$TW" view ddp.yaml -o prof.pftrace 2> view.err && $PY "$chk" prof.pftrace > prof.sum || { cat view.err; return 1; }
+  "$TW" view ps-run -o ps.json 2> view.err && $PY "$chk" --json ps.json > ps.sum || { cat view.err; return 1; }
+  $PY -c 'import json,sys; s = json.load(open("ps.sum")); assert s["slices"]["message"] == s["metadata"]["messages"] > 0, s' || return 1
+  "$TW" view ps-run --iterations 2:4 --ranks 1 -o sel.pftrace 2> view.err && $PY "$chk" sel.pftrace > sel.sum || { cat view.err; return 1; }
+  $PY -c '
+import json; s = json.load(open("sel.sum")); a = json.load(open("ps.sum"))
+assert len(s["processes"]) == 1 and s["processes"][0].startswith("rank 1"), s["processes"]
+assert s["slices"]["iteration"] == 2 and 0 < s["slices"]["message"] < a["slices"]["message"], s["slices"]' || return 1
+  # Bad input: one line naming what is wrong, and no file.
+  ! "$TW" view /nonexistent -o x.pftrace 2> e1 && [ "$(wc -l < e1)" = 1 ] && grep -q /nonexistent e1 || { cat e1; return 1; }
+  ! "$TW" view ps-run --iterations 4:2 -o x.pftrace 2> e2 && grep -q -- --iterations e2 || { cat e2; return 1; }
+  cp -r ps-run cut && truncate -s 1000 cut/rank-1.twr
+  ! "$TW" view cut -o x.pftrace 2> e3 && [ "$(wc -l < e3)" = 1 ] && grep -q rank-1.twr e3 || { cat e3; return 1; }
+  [ ! -e x.pftrace ] && ! ls x.pftrace.tmp-* > /dev/null 2>&1
+}
+check "timelines of the captures, runs and profile: decoded, nested, every message and flow there" timelines
+
 bad_input() {
   mkdir -p empty notcap && echo hi > notcap/readme.txt
   ! "$TW" profile build empty -o x.yaml 2> e1 && [ "$(wc -l < e1)" = 1 ] && grep -q 'empty' e1 || { cat e1; return 1; }

@@ -1,6 +1,6 @@
 // Chrome-trace JSON (the format of PyTorch's profiler, TensorFlow's profiler and
-// Horovod's timeline) in and out: compute ops imported onto a capture's time line,
-// and a capture exported for Perfetto / chrome://tracing.
+// Horovod's timeline) in: compute ops imported onto a capture's time line (the
+// view/ library draws captures for Perfetto).
 #pragma once
 
 #include <optional>
@@ -33,11 +33,5 @@ std::vector<ImportedOp> import_chrome_trace(const std::string& path, const Impor
 // Writes and reads DIR/ops-NAME.json, the imported ops of one profile.
 void write_imported_ops(const std::string& dir, const std::string& name, const std::string& source, const std::vector<ImportedOp>& ops);
 std::vector<ImportedOp> read_imported_ops(const std::string& dir);
-
-// The whole capture as Chrome-trace JSON: a process per traced process, a track
-// per connection with its messages (ready to the peer's last byte, with wire times
-// in args), the job's annotated spans, and imported ops.
-nlohmann::json export_chrome_trace(const std::vector<ProcessTrace>& traces, const CaptureAnalysis& analysis,
-                                   const std::vector<ImportedOp>& ops);
 
 }  // namespace tw

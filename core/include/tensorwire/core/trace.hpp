@@ -150,6 +150,10 @@ struct WireCapture {
   bool present() const { return !interfaces.empty(); }
 };
 WireCapture read_wire_capture(const std::string& dir);
+// The wire taps of several directories in one index, each session's times less
+// its host's offset in `shift_by_host` (none for a host not in it): the captures
+// of one job on several hosts, on one clock.
+WireCapture read_wire_captures(const std::vector<std::string>& dirs, const std::map<std::string, Nanos>& shift_by_host);
 
 CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos gap = 100 * kMicro,
                                 const wire::WireIndex* wire = nullptr);

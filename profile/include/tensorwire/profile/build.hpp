@@ -81,6 +81,25 @@ struct BuiltProfile {
 // --iterations range outside what was found).
 BuiltProfile build_profile(const std::vector<CaptureInput>& captures, const BuildOptions& options);
 
+// A capture understood as a job, for views of it: its processes with their ranks,
+// host clocks onto rank 0's (align_clocks), the wire tap of every directory on
+// the same time line, messages, and each message's iteration as the builder
+// finds them. What cannot be found is left out with a note rather than thrown:
+// a capture of one process has no ranks, traffic without a period no iterations.
+struct CaptureJob {
+  std::vector<ProcessTrace> traces;  // times on rank 0's host clock
+  CaptureAnalysis analysis;          // with the wire tap's times when there was one
+  std::vector<std::optional<RankId>> rank_of_process;  // per trace
+  std::vector<BuildReport::ClockLine> clocks;
+  std::string iteration_source;  // "annotations", "periodic traffic", or "" when none was found
+  std::vector<std::int64_t> iteration_of_message;  // per message: its job iteration, or -1
+  bool wire = false;       // a wire tap's segments were read
+  std::vector<std::string> notes;  // what was not found, and the builder's warnings
+};
+// Throws std::runtime_error naming the directory whose traces or wire files are
+// unreadable, or that holds no traced process.
+CaptureJob read_capture_job(const std::vector<std::string>& dirs, Nanos gap = 100 * kMicro);
+
 // Reads each directory with read_capture_dir; throws std::runtime_error naming
 // the directory or file that is not a readable capture.
 std::vector<CaptureInput> read_captures(const std::vector<std::string>& dirs);
