@@ -19,5 +19,6 @@ void add_compare_command(CLI::App& app, Action& action);
 void add_testbed_command(CLI::App& app, Action& action);
 void add_capture_commands(CLI::App& app, Action& action);
 void add_view_command(CLI::App& app, Action& action);
+void add_report_command(CLI::App& app, Action& action);
 
 }  // namespace tw::cli

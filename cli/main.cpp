@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   tw::cli::add_capture_commands(app, action);
   tw::cli::add_results_command(app, action);
   tw::cli::add_view_command(app, action);
+  tw::cli::add_report_command(app, action);
 
   // A peer or child that goes away is an error to report, not a reason to die.
   ::signal(SIGPIPE, SIG_IGN);

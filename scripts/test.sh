@@ -122,9 +122,9 @@ bash scripts/install-deps.sh || { echo "tests: 0 passed, 1 failed"; exit 1; }
 # 20000 iterations): meaningful only in the optimised build, where they run; a
 # sanitizer's instrumentation and shadow memory would fail them, not the product.
 measuring='^Replay\.(OpenLoopKeepsTheOriginalSpacing|MemoryStaysFlatOverManyIterations)$'
-stage release "build and test (RelWithDebInfo): unit tests, testbed, deploy checks"
+stage release "build and test (RelWithDebInfo): unit tests, testbed, deploy checks, pages in a browser"
 if build build all -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
-  ctest_count build -j "$jobs" -L '^(unit|integration-(testbed|deploy))$'
+  ctest_count build -j "$jobs" -L '^(unit|integration-(testbed|deploy|browser))$'
   ctest_count build -R "$measuring"
 else
   fail "build"

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "../../view/src/draw.hpp"
+#include "tensorwire/view/report.hpp"
 #include "tensorwire/view/sources.hpp"
 #include "tensorwire/view/view.hpp"
 
@@ -200,6 +201,30 @@ TEST(View, SelectionsAreParsedOrRefusedNamingTheOption) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("--ranks"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace tw::view
+
+namespace tw::view {
+namespace {
+
+TEST(Report, ThePageHoldsEverythingAndTheDataCannotEndItsScript) {
+  const nlohmann::json data = {{"sources", {{{"path", "runs/</script><script>alert(1)</script>"}, {"label", "run"}}}}, {"generated", "now"}};
+  const std::string page = report_html(data);
+  for (const char* mark : {"@DATA@", "@UPLOT_JS@", "@REPORT_JS@", "@UPLOT_CSS@", "@REPORT_CSS@", "@TITLE@"}) {
+    EXPECT_EQ(page.find(mark), std::string::npos) << mark;
+  }
+  // Only the page's own script elements close: the data's "</" is written "<\/".
+  std::size_t closes = 0;
+  for (std::size_t at = page.find("</script>"); at != std::string::npos; at = page.find("</script>", at + 1)) ++closes;
+  EXPECT_EQ(closes, 3u);
+  EXPECT_NE(page.find("<\\/script>"), std::string::npos);
+  // The title is escaped, uPlot is inline, and nothing is fetched.
+  EXPECT_NE(page.find("&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(page.find("uPlot"), std::string::npos);
+  EXPECT_NE(page.find("default-src 'none'"), std::string::npos);
+  EXPECT_EQ(page.find("src=\"http"), std::string::npos);
 }
 
 }  // namespace

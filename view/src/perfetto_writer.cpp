@@ -24,7 +24,7 @@ constexpr int kTimestamp = 8, kTrackEvent = 11, kTrackDescriptor = 60, kSequence
               kSequenceFlags = 13, kDefaults = 59, kClockSnapshot = 6, kCompressed = 50;
 }
 namespace track_event {
-constexpr int kType = 9, kTrackUuid = 11, kNameIid = 10, kCategoryIids = 3, kDebugAnnotations = 4, kDoubleCounterValue = 44,
+constexpr int kType = 9, kNameIid = 10, kCategoryIids = 3, kDebugAnnotations = 4, kDoubleCounterValue = 44,
               kFlowIds = 47, kTerminatingFlowIds = 48;
 constexpr int kSliceBegin = 1, kSliceEnd = 2, kCounter = 4;
 }  // namespace track_event

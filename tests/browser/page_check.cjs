@@ -1,0 +1,75 @@
+// Loads a page in Debian's Chromium (headless, driven by playwright-core) and
+// checks what a person would: it loads with no console error and no failed
+// script, fetches nothing beyond itself (or, for the dashboard, its own server),
+// and every chart on it has data. Prints a JSON summary; exits 1 on a problem.
+//
+//   node page_check.cjs MODULES_DIR URL [--allow-origin ORIGIN] [--screenshot PNG]
+//        [--wait-for JS_EXPR] [--timeout-ms N] [--hold-ms N]
+//
+// --wait-for: an expression evaluated in the page until true (the dashboard's
+// updates); --hold-ms: keep the page open that long, sampling the expression.
+"use strict";
+const path = require("path");
+const fs = require("fs");
+const os = require("os");
+
+const args = process.argv.slice(2);
+if (args.length < 2) {
+  console.error("usage: node page_check.cjs MODULES_DIR URL [--allow-origin ORIGIN] [--screenshot PNG] [--wait-for EXPR] [--timeout-ms N]");
+  process.exit(2);
+}
+const { chromium } = require(path.join(args[0], "playwright-core"));
+const url = args[1];
+const opt = (name, dflt) => {
+  const i = args.indexOf(name);
+  return i < 0 ? dflt : args[i + 1];
+};
+const allowOrigin = opt("--allow-origin", null);
+const screenshot = opt("--screenshot", null);
+const waitFor = opt("--wait-for", "document.body.getAttribute('data-ready') === '1'");
+const timeout = Number(opt("--timeout-ms", "30000"));
+
+(async () => {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "tw-chromium-"));
+  const problems = [];
+  const requests = [];
+  let browser;
+  try {
+    // The flags that keep Chromium from reaching out on its own (updates, sync,
+    // field trials), and a fresh profile (playwright passes it as --user-data-dir).
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      viewport: { width: 1300, height: 900 },
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--disable-quic"],
+    });
+    const page = browser.pages()[0] || (await browser.newPage());
+    page.on("console", (m) => { if (m.type() === "error") problems.push("console error: " + m.text()); });
+    page.on("pageerror", (e) => problems.push("script error: " + e.message));
+    page.on("requestfailed", (r) => problems.push("request failed: " + r.url()));
+    page.on("request", (r) => {
+      const u = r.url();
+      requests.push(u);
+      const own = u === url || u.split("#")[0] === url.split("#")[0] || (allowOrigin && u.startsWith(allowOrigin + "/")) ||
+                  u.startsWith("data:");
+      if (!own) problems.push("a request beyond the page: " + u);
+    });
+    await page.goto(url, { waitUntil: "load", timeout });
+    await page.waitForFunction(waitFor, null, { timeout });
+    const charts = await page.$$eval("[data-chart]", (els) => els.map((e) => ({
+      title: e.getAttribute("data-chart"), points: Number(e.getAttribute("data-points")),
+      canvases: e.querySelectorAll("canvas").length, rows: e.querySelectorAll("tr").length })));
+    for (const c of charts) if (!(c.points > 0)) problems.push("a chart without data: " + c.title);
+    const state = await page.evaluate(() => (window.twState ? window.twState() : null));
+    if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
+    console.log(JSON.stringify({ url, charts, requests: requests.length, state, problems }, null, 1));
+  } catch (e) {
+    problems.push(String(e && e.message ? e.message.split("\n")[0] : e));
+    console.log(JSON.stringify({ url, problems }, null, 1));
+  } finally {
+    if (browser) await browser.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+  process.exit(problems.length ? 1 : 0);
+})();

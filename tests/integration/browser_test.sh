@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The report in a real browser: Debian's Chromium, headless, driven by
+# playwright-core (tests/browser/page_check.cjs). A report of a run against
+# another run of the same profile loads with no console error, fetches nothing
+# beyond itself, and every chart has data; its numbers are the runs' own
+# (results rates). Timelines of the same runs as JSON load too.
+# Usage: browser_test.sh TENSORWIRE_BINARY SOURCE_DIR BROWSER_MODULES_DIR
+set -u
+TW=$(realpath "$1")
+SRC=$(realpath "$2")
+MODULES=$(realpath "$3")
+. "$(dirname "$0")/lib.sh"
+cd "$TW_TMP"
+PY=/usr/bin/python3
+PAGE="node $SRC/tests/browser/page_check.cjs $MODULES"
+
+"$TW" profile synth --model mlp --ranks 3 --iterations 12 -o mlp3.yaml 2> /dev/null
+for r in a b; do "$TW" run mlp3.yaml --local 3 --out run-$r --quiet > run-$r.txt 2>&1 || cat run-$r.txt; done
+
+report_in_browser() {
+  "$TW" report run-a --against run-b -o report.html 2> report.err || { cat report.err; return 1; }
+  $PAGE "file://$TW_TMP/report.html" > page.json || { cat page.json; return 1; }
+  "$TW" report run-a --against run-b --json -o report.json || return 1
+  "$TW" results rates run-a --json > rates.json || return 1
+  $PY - <<'PY'
+import json
+page = json.load(open("page.json")); data = json.load(open("report.json")); rates = json.load(open("rates.json"))
+titles = [c["title"] for c in page["charts"]]
+# Every plot the report promises, each drawn with data (page_check fails a chart without).
+for want in ["iteration time", "sender (rows) to receiver", "queued in stack", "on the wire", "awaiting ACK", "end to end",
+             "ms per iteration", "messages by size", "top flows", "slowest messages"]:
+    assert any(want in t for t in titles), (want, titles)
+assert page["requests"] == 1, page["requests"]  # the file itself, nothing else
+assert sum(c["canvases"] for c in page["charts"]) >= 6
+a, b = data["sources"]
+assert a["kind"] == b["kind"] == "run" and b["label"] == "run (against)", (a["label"], b["label"])
+assert len(a["iterations_ms"]) == 12 and all(x > 0 for x in a["iterations_ms"]), a["iterations_ms"]
+assert a["messages"] == sum(f["messages"] for f in rates["flows"]), (a["messages"], rates)
+assert a["bytes"] > 0 and len(a["heatmap"]["labels"]) == 3
+assert data["comparison"] is None or data["comparison"]["iterations"] == 12
+PY
+}
+check "report: loads in Chromium with no error, fetches nothing, every chart has data, numbers are the run's" report_in_browser
+
+report_bad_input() {
+  ! "$TW" report /nonexistent -o r.html 2> e1 && [ "$(wc -l < e1)" = 1 ] && grep -q /nonexistent e1 || { cat e1; return 1; }
+  ! "$TW" report mlp3.yaml -o r.html 2> e2 && [ "$(wc -l < e2)" = 1 ] && grep -q 'no observed timings' e2 || { cat e2; return 1; }
+  [ ! -e r.html ]
+}
+check "report: bad input gets one line naming it, and no file" report_bad_input
+
+finish

@@ -1,0 +1,307 @@
+// The numbers behind the report's plots, from a view (messages, stages, reads),
+// a timeline (iterations, ops, flows) and the profile they belong to.
+#include "tensorwire/view/report.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "tensorwire/analysis/compare.hpp"
+#include "tensorwire/analysis/sources.hpp"
+#include "tensorwire/analysis/timeline.hpp"
+#include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/profile/build.hpp"
+#include "tensorwire/view/sources.hpp"
+
+namespace tw::view {
+namespace {
+
+// One source read every way the report needs it.
+struct Source {
+  std::string label, kind, path;
+  View view;
+  Profile profile;
+  Timeline timeline;
+  bool timed = false;  // the timeline has iterations
+  std::string note;    // why it has none
+  std::vector<std::string> hosts;  // per rank
+};
+
+Source read_source(const std::vector<std::string>& paths) {
+  Source s;
+  s.kind = source_kind(paths.at(0));
+  s.label = s.kind;
+  for (const auto& p : paths) s.path += (s.path.empty() ? "" : " ") + p;
+  s.view = view_of(paths, {});
+  try {
+    if (s.kind == "run") {
+      LoadedRun r = load_run(paths[0]);
+      s.profile = std::move(r.profile);
+      s.timeline = std::move(r.timeline);
+    } else {
+      s.profile = s.kind == "profile" ? load_profile_or_throw(paths[0]) : build_profile(read_captures(paths), {}).profile;
+      s.timeline = timeline_from_observed(s.profile);
+    }
+    s.timed = s.timeline.iterations > 0;
+  } catch (const std::runtime_error& e) {
+    if (s.kind != "capture") throw;
+    s.note = e.what();  // a capture the builder cannot make a profile of still has its messages
+  }
+  for (const Rank& r : s.profile.ranks) s.hosts.push_back(r.host);
+  return s;
+}
+
+double ms(Nanos t) { return static_cast<double>(t) / 1e6; }
+
+// At most `points` values of a sorted sample, evenly by rank: enough for a CDF.
+nlohmann::json quantiles(std::vector<double> v, std::size_t points = 400) {
+  std::sort(v.begin(), v.end());
+  nlohmann::json out = nlohmann::json::array();
+  if (v.empty()) return out;
+  const std::size_t n = std::min(points, v.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t k = n == 1 ? v.size() - 1 : i * (v.size() - 1) / (n - 1);
+    out.push_back(v[k]);
+  }
+  return out;
+}
+
+// Per message slice of a view: its stages' durations and its end to end time
+// (to the end of its read, where it has one), in microseconds.
+struct Drawn {
+  std::map<std::string, std::vector<double>> stages;
+  struct Message {
+    std::string name, track;
+    std::int64_t bytes = -1, iteration = -1;
+    double e2e_us = 0;
+  };
+  std::vector<Message> messages;
+};
+
+Drawn drawn_messages(const View& v) {
+  Drawn d;
+  const StrId message = [&] {
+    for (StrId i = 0; i < v.strings.size(); ++i) {
+      if (v.strings[i] == "message") return i;
+    }
+    return StrId{0};
+  }();
+  std::map<std::pair<std::uint32_t, std::uint32_t>, Nanos> read_end;
+  for (const Arrow& a : v.flows) {
+    const Slice& to = v.tracks[a.to.track].slices[a.to.slice];
+    if (v.strings[to.category] == "read") read_end[{a.from.track, a.from.slice}] = to.end;
+  }
+  for (std::uint32_t t = 0; t < v.tracks.size(); ++t) {
+    const auto& sl = v.tracks[t].slices;
+    for (std::uint32_t i = 0; i < sl.size(); ++i) {
+      if (!message || sl[i].category != message || sl[i].depth != 0) continue;
+      for (std::uint32_t k = i + 1; k < sl.size() && sl[k].depth > 0; ++k) {
+        d.stages[v.strings[sl[k].name]].push_back(static_cast<double>(sl[k].end - sl[k].begin) / 1e3);
+      }
+      Drawn::Message m;
+      m.name = v.strings[sl[i].name];
+      m.track = v.tracks[t].name;
+      for (std::uint32_t a = sl[i].args; a < sl[i].args + sl[i].nargs; ++a) {
+        const std::string& key = v.strings[v.args[a].key];
+        if (key == "bytes") m.bytes = v.args[a].value;
+        if (key == "iteration") m.iteration = v.args[a].value;
+      }
+      const auto r = read_end.find({t, i});
+      const Nanos end = r == read_end.end() ? sl[i].end : std::max(r->second, sl[i].begin);
+      m.e2e_us = static_cast<double>(end - sl[i].begin) / 1e3;
+      d.stages["end to end"].push_back(m.e2e_us);
+      d.messages.push_back(std::move(m));
+    }
+  }
+  return d;
+}
+
+std::string rank_label(const Source& s, std::size_t r) {
+  return "rank " + std::to_string(r) + (r < s.hosts.size() && !s.hosts[r].empty() ? " (" + s.hosts[r] + ")" : "");
+}
+
+nlohmann::json heatmap(const Source& s) {
+  const std::size_t n = s.profile.ranks.size();
+  nlohmann::json labels = nlohmann::json::array(), gbps = nlohmann::json::array();
+  for (std::size_t r = 0; r < n; ++r) labels.push_back(rank_label(s, r));
+  std::vector<std::vector<double>> m(n, std::vector<double>(n, -1));
+  for (std::size_t f = 0; f < s.profile.flows.size(); ++f) {
+    const Flow& fl = s.profile.flows[f];
+    const double bps = flow_rate_bps(s.timeline, static_cast<FlowIndex>(f));
+    if (fl.src < n && fl.dst < n && bps > 0) m[fl.src][fl.dst] = std::max(m[fl.src][fl.dst], 0.0) + bps / 1e9;
+  }
+  for (const auto& row : m) gbps.push_back(row);
+  return {{"labels", labels}, {"gbps", gbps}};
+}
+
+// Per rank, mean per iteration: computing, sending (a message of its own in
+// flight, to its arrival), and neither (waiting for data or for the others).
+nlohmann::json breakdown(const Source& s) {
+  const Profile& p = s.profile;
+  const Timeline& t = s.timeline;
+  const std::size_t n = p.ranks.size(), iters = t.iterations;
+  std::vector<double> compute(n, 0), sending(n, 0), rank_time(n, 0);
+  std::vector<std::size_t> counted(n, 0);
+  for (std::size_t i = 0; i < iters && !t.ops.empty(); ++i) {
+    std::vector<std::vector<std::pair<Nanos, Nanos>>> sends(n);
+    std::vector<Nanos> busy(n, 0);
+    for (std::size_t op = 0; op < p.ops.size() && op < t.ops.size(); ++op) {
+      const Instance& in = t.ops[op][i];
+      if (in.start < 0 || in.end < in.start) continue;
+      if (p.ops[op].type == OpType::compute) {
+        busy[p.ops[op].rank] += in.end - in.start;
+      } else {
+        sends[p.flows[p.ops[op].flow].src].emplace_back(in.start, in.end);
+      }
+    }
+    for (std::size_t r = 0; r < n; ++r) {
+      const Nanos it = !t.rank_iteration.empty() && t.rank_iteration[r][i] >= 0 ? t.rank_iteration[r][i] : t.iteration[i];
+      if (it <= 0) continue;
+      auto& v = sends[r];
+      std::sort(v.begin(), v.end());
+      Nanos covered = 0, b = 0, e = -1;
+      for (const auto& [x, y] : v) {
+        if (e < 0 || x > e) {
+          covered += e >= 0 ? e - b : 0;
+          b = x, e = y;
+        } else {
+          e = std::max(e, y);
+        }
+      }
+      covered += e >= 0 ? e - b : 0;
+      compute[r] += ms(busy[r]);
+      sending[r] += ms(std::min(covered, it - std::min(busy[r], it)));
+      rank_time[r] += ms(it);
+      ++counted[r];
+    }
+  }
+  nlohmann::json out = {{"ranks", nlohmann::json::array()}, {"compute_ms", nlohmann::json::array()},
+                        {"sending_ms", nlohmann::json::array()}, {"waiting_ms", nlohmann::json::array()}};
+  for (std::size_t r = 0; r < n; ++r) {
+    const double k = counted[r] ? static_cast<double>(counted[r]) : 1;
+    out["ranks"].push_back(rank_label(s, r));
+    out["compute_ms"].push_back(compute[r] / k);
+    out["sending_ms"].push_back(sending[r] / k);
+    out["waiting_ms"].push_back(std::max(0.0, (rank_time[r] - compute[r] - sending[r]) / k));
+  }
+  return out;
+}
+
+nlohmann::json sizes(const Drawn& d) {
+  // Powers of two from 64 B to 1 GiB.
+  std::vector<std::size_t> count(25, 0);
+  for (const auto& m : d.messages) {
+    if (m.bytes < 0) continue;
+    std::size_t b = 0;
+    while (b + 1 < count.size() && (std::int64_t{64} << b) < m.bytes) ++b;
+    ++count[b];
+  }
+  std::size_t last = 0;
+  for (std::size_t b = 0; b < count.size(); ++b) {
+    if (count[b]) last = b;
+  }
+  nlohmann::json bins = nlohmann::json::array(), counts = nlohmann::json::array();
+  for (std::size_t b = 0; b <= last; ++b) {
+    // 64 B, 128 B, ... 1 KiB, ... 1 MiB: short labels under the bars.
+    static constexpr const char* kUnit[] = {"B", "KiB", "MiB", "GiB"};
+    const std::size_t e = b + 6;  // 64 = 2^6
+    bins.push_back(std::to_string(Bytes{1} << (e % 10)) + " " + kUnit[e / 10]);
+    counts.push_back(count[b]);
+  }
+  return {{"bins", bins}, {"counts", counts}};
+}
+
+nlohmann::json top_flows(const Source& s, std::size_t top) {
+  std::vector<std::size_t> order(s.profile.flows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto bytes = [&](std::size_t f) { return f < s.timeline.flow_bytes.size() ? s.timeline.flow_bytes[f] : 0; };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bytes(a) > bytes(b); });
+  std::vector<std::size_t> msgs(s.profile.flows.size(), 0);
+  for (const Op& op : s.profile.ops) {
+    if (op.type == OpType::send && op.flow < msgs.size()) ++msgs[op.flow];
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < order.size() && i < top; ++i) {
+    const Flow& f = s.profile.flows[order[i]];
+    out.push_back({{"flow", f.id}, {"from", rank_label(s, f.src)}, {"to", rank_label(s, f.dst)}, {"messages_per_iteration", msgs[order[i]]},
+                   {"bytes", bytes(order[i])}, {"gbps", flow_rate_bps(s.timeline, static_cast<FlowIndex>(order[i])) / 1e9}});
+  }
+  return out;
+}
+
+nlohmann::json top_messages(Drawn& d, std::size_t top) {
+  std::stable_sort(d.messages.begin(), d.messages.end(), [](const auto& a, const auto& b) { return a.e2e_us > b.e2e_us; });
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < d.messages.size() && i < top; ++i) {
+    const auto& m = d.messages[i];
+    out.push_back({{"message", m.name}, {"on", m.track}, {"iteration", m.iteration}, {"bytes", m.bytes}, {"end_to_end_us", m.e2e_us}});
+  }
+  return out;
+}
+
+nlohmann::json source_json(Source& s, Drawn& d, std::size_t top) {
+  nlohmann::json it = nlohmann::json::array();
+  for (Nanos x : s.timeline.iteration) it.push_back(x >= 0 ? nlohmann::json(ms(x)) : nlohmann::json(nullptr));
+  std::vector<double> known;
+  for (Nanos x : s.timeline.iteration) {
+    if (x >= 0) known.push_back(ms(x));
+  }
+  std::sort(known.begin(), known.end());
+  Bytes bytes = 0;
+  for (Bytes b : s.timeline.flow_bytes) bytes += b;
+  nlohmann::json stages = nlohmann::json::object();
+  for (auto& [name, v] : d.stages) stages[name] = quantiles(v);
+  return {{"label", s.label},
+          {"kind", s.kind},
+          {"path", s.path},
+          {"ranks", s.profile.ranks.size()},
+          {"iterations_ms", it},
+          {"median_iteration_ms", known.empty() ? nlohmann::json(nullptr) : nlohmann::json(known[known.size() / 2])},
+          {"messages", d.messages.size()},
+          {"bytes", bytes},
+          {"note", s.note},
+          {"clock", s.view.metadata.value("clock", "")},
+          {"stages_us", stages},
+          {"heatmap", s.timed ? heatmap(s) : nlohmann::json(nullptr)},
+          {"breakdown", s.timed ? breakdown(s) : nlohmann::json(nullptr)},
+          {"sizes", sizes(d)},
+          {"top_flows", s.timed ? top_flows(s, top) : nlohmann::json::array()},
+          {"top_messages", top_messages(d, top)}};
+}
+
+}  // namespace
+
+nlohmann::json report_data(const ReportOptions& o) {
+  Source a = read_source(o.sources);
+  Drawn da = drawn_messages(a.view);
+  nlohmann::json j = {{"format", "tensorwire-report"}, {"version", 1}, {"sources", nlohmann::json::array()}, {"comparison", nullptr},
+                      {"analysis", nullptr}};
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  j["generated"] = when;
+  if (!o.against.empty()) {
+    Source b = read_source(o.against);
+    if (b.label == a.label) b.label += " (against)";
+    Drawn db = drawn_messages(b.view);
+    // A run against what it replayed, or against another run: compare's figures too.
+    if (a.kind == "run" && b.timed) {
+      const CompareResult c = b.kind == "capture" ? compare_with_profile(b.profile, load_run(o.sources[0]))
+                                                  : compare_original(o.against[0], o.sources[0]);
+      const Comparison& x = c.comparison;
+      j["comparison"] = {{"iterations", x.iterations},
+                         {"median_iteration_error_pct", x.iteration_pct.p50},
+                         {"p95_iteration_error_pct", x.iteration_pct.p95},
+                         {"completion_error_p50_pct", x.completion_pct.p50},
+                         {"start_offset_error_p99_us", x.start_offset_ns.p99 / 1e3}};
+    }
+    j["sources"].push_back(source_json(a, da, o.top));
+    j["sources"].push_back(source_json(b, db, o.top));
+  } else {
+    j["sources"].push_back(source_json(a, da, o.top));
+  }
+  return j;
+}
+
+}  // namespace tw::view

@@ -1,0 +1,184 @@
+// Draws a tensorwire report from the JSON in #tw-data (docs/report.md). Every
+// chart records how many points it drew in data-points, for people and tests.
+(function () {
+  "use strict";
+  const data = JSON.parse(document.getElementById("tw-data").textContent);
+  const main = document.getElementById("report");
+  const colors = ["#2f6fdd", "#e0603a", "#2a9d6f", "#9b59b6", "#c9a227", "#4a4f5a", "#d64d8a", "#3aa9c9"];
+  const el = (tag, attrs, ...kids) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "text") e.textContent = v; else e.setAttribute(k, v);
+    }
+    for (const k of kids) if (k) e.appendChild(k);
+    return e;
+  };
+  const fmt = (x, d = 2) => (x === null || x === undefined || Number.isNaN(x) ? "–" : Number(x).toFixed(d));
+  const bytes = (b) => {
+    if (b === null || b === undefined || b < 0) return "–";
+    const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0;
+    while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+    return (i ? b.toFixed(1) : String(b)) + " " + u[i];
+  };
+  const section = (title, what) => {
+    const s = el("section", {}, el("h2", { text: title }), what ? el("p", { class: "what", text: what }) : null);
+    main.appendChild(s);
+    return s;
+  };
+  const chartBox = (parent, title, points) => {
+    const box = el("div", { class: "chart", "data-chart": title, "data-points": String(points) }, el("h3", { text: title }));
+    parent.appendChild(box);
+    return box;
+  };
+  const table = (head, rows, textCols) => {
+    const t = el("table");
+    t.appendChild(el("tr", {}, ...head.map((h) => el("th", { text: h }))));
+    for (const r of rows) t.appendChild(el("tr", {}, ...r.map((c, i) => el("td", { text: String(c), class: (textCols || []).includes(i) ? "text" : "" }))));
+    return t;
+  };
+  const width = (box) => Math.max(320, Math.floor(box.getBoundingClientRect().width) - 36);
+  const sources = data.sources;
+
+  document.getElementById("subtitle").textContent =
+    sources.map((s) => s.label + ": " + s.path).join("  ·  ") + "  ·  generated " + data.generated;
+
+  // Summary.
+  {
+    const s = section("Summary", "Each source as read: its ranks, iterations, messages and bytes, and the clock its times are on.");
+    s.appendChild(table(["source", "kind", "ranks", "iterations", "median iteration (ms)", "messages", "bytes", "clock"],
+      sources.map((x) => [x.label, x.kind, x.ranks, x.iterations_ms.length, fmt(x.median_iteration_ms), x.messages, bytes(x.bytes), x.clock]), [7]));
+    for (const x of sources) if (x.note) s.appendChild(el("p", { class: "note", text: x.label + ": " + x.note }));
+    if (data.comparison) {
+      const c = data.comparison;
+      s.appendChild(el("p", { text: "Against " + sources[1].label + ": median iteration error " + fmt(c.median_iteration_error_pct, 1) +
+        "% (p95 " + fmt(c.p95_iteration_error_pct, 1) + "%) over " + c.iterations + " iterations; message completion p50 " +
+        fmt(c.completion_error_p50_pct, 1) + "%; start offset p99 " + fmt(c.start_offset_error_p99_us, 0) + " us." }));
+    }
+  }
+
+  // Per-iteration time.
+  {
+    const s = section("Iteration time", "Job-wide time of each iteration, from the end of the one before (the first from its start).");
+    const n = Math.max(0, ...sources.map((x) => x.iterations_ms.length));
+    const box = chartBox(s, "iteration time (ms) by iteration", sources.reduce((a, x) => a + x.iterations_ms.filter((v) => v !== null).length, 0));
+    if (n === 0) box.appendChild(el("p", { class: "note", text: "no iterations found" }));
+    else {
+      const xs = Array.from({ length: n }, (_, i) => i);
+      const series = [{ label: "iteration" }].concat(sources.map((x, i) => ({ label: x.label, stroke: colors[i], width: 2, points: { show: n < 80 } })));
+      const d = [xs].concat(sources.map((x) => xs.map((i) => (i < x.iterations_ms.length ? x.iterations_ms[i] : null))));
+      new uPlot({ width: width(box), height: 260, series, axes: [{ label: "iteration" }, { label: "ms" }], scales: { x: { time: false } } }, d, box);
+    }
+  }
+
+  // Throughput heatmap.
+  {
+    const s = section("Throughput between ranks", "Rate of each sender-to-receiver pair while it had a message in flight (Gb/s): bytes over the time from a message's start to its arrival.");
+    const grid = el("div", { class: "grid" });
+    s.appendChild(grid);
+    for (const x of sources) {
+      const h = x.heatmap;
+      const cells = h ? h.gbps.flat().filter((v) => v >= 0).length : 0;
+      const box = chartBox(grid, x.label + ": sender (rows) to receiver (columns)", cells);
+      if (!h) { box.appendChild(el("p", { class: "note", text: "no timings" })); continue; }
+      const max = Math.max(1e-9, ...h.gbps.flat());
+      const t = el("table", { class: "heat" });
+      t.appendChild(el("tr", {}, el("th", { text: "from \\ to" }), ...h.labels.map((l) => el("th", { text: l }))));
+      h.gbps.forEach((row, i) => {
+        t.appendChild(el("tr", {}, el("th", { text: h.labels[i] }), ...row.map((v) => {
+          if (v < 0) return el("td", { class: "cell none", text: "·" });
+          const a = 0.12 + 0.88 * (v / max);
+          return el("td", { class: "cell", text: fmt(v, 2), style: "background: rgba(47,111,221," + a.toFixed(2) + "); color: " + (a > 0.6 ? "#fff" : "#1d2430") });
+        })));
+      });
+      box.appendChild(t);
+    }
+  }
+
+  // Stage latency CDFs.
+  {
+    const s = section("Message stages", "Distribution of each stage of a message: queued in the local stack, on the wire (first to last byte), awaiting the ACK, and end to end (the sender's start to the receiver's last read). Log scale.");
+    const grid = el("div", { class: "grid" });
+    s.appendChild(grid);
+    const names = ["queued in stack", "on the wire", "awaiting ACK", "end to end"];
+    for (const name of names) {
+      const per = sources.map((x) => (x.stages_us[name] || []).filter((v) => v > 0));
+      const total = per.reduce((a, v) => a + v.length, 0);
+      const box = chartBox(grid, name + " (us): fraction of messages at or below", total);
+      if (total === 0) { box.appendChild(el("p", { class: "note", text: "not measured in these sources (no wire tap or transmit timestamps)" })); continue; }
+      const lo = Math.min(...per.filter((v) => v.length).map((v) => v[0])), hi = Math.max(...per.filter((v) => v.length).map((v) => v[v.length - 1]));
+      const k = 200, xs = [];
+      for (let i = 0; i < k; i++) xs.push(lo * Math.pow(hi / lo || 1, i / (k - 1)));
+      const ys = per.map((v) => xs.map((x) => {
+        if (!v.length) return null;
+        let a = 0, b = v.length;
+        while (a < b) { const m = (a + b) >> 1; if (v[m] <= x) a = m + 1; else b = m; }
+        return a / v.length;
+      }));
+      new uPlot({ width: width(box), height: 240, scales: { x: { time: false, distr: 3 }, y: { range: [0, 1] } },
+        axes: [{ label: "us" }, { label: "fraction" }],
+        series: [{ label: "us" }].concat(sources.map((x, i) => ({ label: x.label, stroke: colors[i], width: 2 }))) }, [xs].concat(ys), box);
+    }
+  }
+
+  // Time breakdown per rank.
+  {
+    const s = section("Where each rank's time went", "Mean per iteration: computing, sending (a message of its own in flight, to its arrival, not counted while computing), and neither (waiting for data or for the others).");
+    const parts = [["compute_ms", "compute", colors[2]], ["sending_ms", "sending", colors[0]], ["waiting_ms", "waiting", colors[1]]];
+    const grid = el("div", { class: "grid" });
+    s.appendChild(grid);
+    for (const x of sources) {
+      const b = x.breakdown;
+      const box = chartBox(grid, x.label + ": ms per iteration", b ? b.ranks.length : 0);
+      if (!b) { box.appendChild(el("p", { class: "note", text: "no timings" })); continue; }
+      box.appendChild(el("div", { class: "legend" }, ...parts.map(([, n, c]) => el("span", {}, el("i", { style: "background:" + c }), document.createTextNode(n)))));
+      const totals = b.ranks.map((_, r) => parts.reduce((a, [k]) => a + b[k][r], 0));
+      const max = Math.max(1e-9, ...totals);
+      const bars = el("div", { class: "bars" });
+      b.ranks.forEach((name, r) => {
+        const bar = el("div", { class: "bar" }, ...parts.map(([k, n, c]) =>
+          el("span", { style: "width:" + (100 * b[k][r] / max).toFixed(2) + "%;background:" + c, title: n + ": " + fmt(b[k][r]) + " ms" })));
+        bars.appendChild(el("div", { class: "row" }, el("div", { class: "name", text: name }), bar, el("div", { class: "total", text: fmt(totals[r]) + " ms" })));
+      });
+      box.appendChild(bars);
+    }
+  }
+
+  // Message sizes.
+  {
+    const s = section("Message sizes", "How many messages of each size (powers of two), over everything the source holds.");
+    const grid = el("div", { class: "grid" });
+    s.appendChild(grid);
+    for (const [i, x] of sources.entries()) {
+      const z = x.sizes;
+      const box = chartBox(grid, x.label + ": messages by size", z.counts.reduce((a, v) => a + v, 0));
+      if (!z.counts.length) { box.appendChild(el("p", { class: "note", text: "no messages" })); continue; }
+      const xs = z.counts.map((_, k) => k);
+      new uPlot({ width: width(box), height: 220, scales: { x: { time: false, range: [-0.5, xs.length - 0.5] } },
+        axes: [{ values: (u, ticks) => ticks.map((t) => (Number.isInteger(t) && z.bins[t] ? z.bins[t] : "")), space: 60 }, { label: "messages" }],
+        series: [{ label: "size" }, { label: x.label, stroke: colors[i], fill: colors[i] + "55", paths: uPlot.paths.bars({ size: [0.7, 60] }), points: { show: false } }] },
+        [xs, z.counts], box);
+    }
+  }
+
+  // Top flows and messages.
+  {
+    const s = section("Top flows and messages", "The flows that carried the most bytes, and the messages that took longest end to end.");
+    for (const x of sources) {
+      const f = chartBox(s, x.label + ": top flows", x.top_flows.length);
+      f.appendChild(table(["flow", "from", "to", "messages per iteration", "bytes", "Gb/s"],
+        x.top_flows.map((r) => [r.flow, r.from, r.to, r.messages_per_iteration, bytes(r.bytes), fmt(r.gbps, 2)])));
+      const m = chartBox(s, x.label + ": slowest messages", x.top_messages.length);
+      m.appendChild(table(["message", "on", "iteration", "bytes", "end to end (us)"],
+        x.top_messages.map((r) => [r.message, r.on, r.iteration < 0 ? "–" : r.iteration, bytes(r.bytes), fmt(r.end_to_end_us, 1)]), [1]));
+    }
+  }
+
+  // Analysis.
+  {
+    const s = section("Analysis", "Stragglers, slow links, the critical path and what to compress (tensorwire analyze).");
+    if (data.analysis) s.appendChild(el("pre", { text: JSON.stringify(data.analysis, null, 2) }));
+    else s.appendChild(el("p", { class: "note", text: "not analysed: no analysis results were given for these sources" }));
+  }
+  document.body.setAttribute("data-ready", "1");
+})();
