@@ -1,6 +1,8 @@
 // `tensorwire run`: a replay driven by the controller, with agents launched
 // locally, over ssh, or by something else.
+#include <fcntl.h>
 #include <fmt/core.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,8 +51,27 @@ struct RunArgs {
   double timeout_s = 0;
   bool quiet = false;
   bool json = false;
+  bool dashboard = false;
   ReplayOptions replay;
 };
+
+// The dashboard's address with the token in its fragment (which a browser never
+// sends): printed on a terminal; otherwise (output to a log or a pipe) written to
+// a file only its owner can read, removed when the run ends.
+void announce_dashboard(const std::string& url, const std::string& file) {
+  if (::isatty(STDERR_FILENO)) {
+    fmt::print(stderr, "tensorwire run: dashboard at {}\n", url);
+    return;
+  }
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 || ::fchmod(fd, 0600) != 0 || ::write(fd, (url + "\n").data(), url.size() + 1) != static_cast<ssize_t>(url.size() + 1)) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error(file + ": cannot write the dashboard's address");
+  }
+  ::close(fd);
+  fmt::print(stderr, "tensorwire run: dashboard at {} (with its token in {}, readable by you only)\n", url.substr(0, url.find('#')), file);
+}
 
 std::string make_run_id() {
   const std::time_t now = std::time(nullptr);
@@ -129,9 +150,26 @@ int run_command(const RunArgs& a) {
                  a.expect, address, token);
     };
   }
+  std::string url_file;
+  if (a.dashboard) {
+    o.dashboard = true;
+    url_file = o.out_dir + "/dashboard.url";
+    o.on_listening = [inner = o.on_listening, url_file](const std::string& address, const std::string& token) {
+      if (inner) inner(address, token);
+      announce_dashboard("http://" + address + kDashboardPath + "#token=" + token, url_file);
+    };
+  }
   if (!o.quiet) {
     fmt::print(stderr, "tensorwire run {}: {} ranks of {} on {}\n", o.run_id, ranks, a.profile, launcher->describe());
   }
+  // The address file goes with the run, however it ends.
+  struct RemoveAtExit {
+    const std::string& file;
+    ~RemoveAtExit() {
+      std::error_code ec;
+      if (!file.empty()) std::filesystem::remove(file, ec);
+    }
+  } remove_url{url_file};
   const RunOutcome out = run_controller(p, o, *launcher);
 
   std::vector<Nanos> times;  // at the original's speed
@@ -226,6 +264,9 @@ void add_run_command(CLI::App& app, Action& action) {
   r->add_option("--join-timeout", a->join_timeout_s, "Seconds for every agent to dial in")->capture_default_str();
   r->add_option("--timeout", a->timeout_s, "Seconds the run may take (default: no limit)");
   r->add_flag("--quiet", a->quiet, "No progress output");
+  r->add_flag("--dashboard", a->dashboard,
+              "Serve a live dashboard (run status, iteration times, per-link throughput, agents and clocks) and print its "
+              "address; its link carries the token in the fragment (on a terminal; else in OUT/dashboard.url, mode 0600)");
   r->add_flag("--json", a->json, "Machine-readable summary on stdout");
   add_replay_options(r, a->replay);
   r->callback([&action, a] { action = [a] { return run_command(*a); }; });

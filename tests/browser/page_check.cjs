@@ -4,10 +4,13 @@
 // and every chart on it has data. Prints a JSON summary; exits 1 on a problem.
 //
 //   node page_check.cjs MODULES_DIR URL [--allow-origin ORIGIN] [--screenshot PNG]
-//        [--wait-for JS_EXPR] [--timeout-ms N] [--hold-ms N]
+//        [--wait-state COND] [--kill-agent RANK --then-state COND] [--timeout-ms N]
 //
-// --wait-for: an expression evaluated in the page until true (the dashboard's
-// updates); --hold-ms: keep the page open that long, sampling the expression.
+// The page is ready when its body has data-ready="1". --wait-state waits until the
+// page's window.twState() meets COND ("iterations>=5", "state=failed",
+// "failed_agents>=1"); the pages forbid eval (their CSP), so conditions are
+// checked by fixed code, not evaluated. --kill-agent kills that rank's agent (its
+// pid as the page shows it) and --then-state waits for the page to show it.
 "use strict";
 const path = require("path");
 const fs = require("fs");
@@ -26,8 +29,27 @@ const opt = (name, dflt) => {
 };
 const allowOrigin = opt("--allow-origin", null);
 const screenshot = opt("--screenshot", null);
-const waitFor = opt("--wait-for", "document.body.getAttribute('data-ready') === '1'");
+const waitState = opt("--wait-state", null);
+const killRank = opt("--kill-agent", null);
+const thenState = opt("--then-state", null);
 const timeout = Number(opt("--timeout-ms", "30000"));
+
+// "field>=N", "field<=N", "field=V", "field!=V" -> [field, op, value].
+const parseCond = (c) => {
+  const m = /^([a-z_]+)(>=|<=|!=|=)(.*)$/.exec(c);
+  if (!m) throw new Error("not a condition: " + c);
+  return [m[1], m[2], m[3]];
+};
+// Runs in the page (a function, so no eval): whether twState() meets the condition.
+const meets = ([field, op, value]) => {
+  const s = window.twState ? window.twState() : null;
+  if (!s) return false;
+  const v = s[field];
+  if (op === ">=") return Number(v) >= Number(value);
+  if (op === "<=") return Number(v) <= Number(value);
+  if (op === "=") return String(v) === value;
+  return String(v) !== value;
+};
 
 (async () => {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), "tw-chromium-"));
@@ -56,7 +78,17 @@ const timeout = Number(opt("--timeout-ms", "30000"));
       if (!own) problems.push("a request beyond the page: " + u);
     });
     await page.goto(url, { waitUntil: "load", timeout });
-    await page.waitForFunction(waitFor, null, { timeout });
+    await page.waitForFunction(() => document.body && document.body.getAttribute("data-ready") === "1", null, { timeout });
+    if (waitState) await page.waitForFunction(meets, parseCond(waitState), { timeout });
+    if (killRank !== null) {
+      const pid = await page.evaluate((rank) => {
+        const a = window.twState().agents.find((x) => String(x.rank) === rank);
+        return a ? a.pid : 0;
+      }, killRank);
+      if (!(pid > 1)) throw new Error("the page shows no agent of rank " + killRank);
+      process.kill(pid, "SIGKILL");
+      if (thenState) await page.waitForFunction(meets, parseCond(thenState), { timeout });
+    }
     const charts = await page.$$eval("[data-chart]", (els) => els.map((e) => ({
       title: e.getAttribute("data-chart"), points: Number(e.getAttribute("data-points")),
       canvases: e.querySelectorAll("canvas").length, rows: e.querySelectorAll("tr").length })));

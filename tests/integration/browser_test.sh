@@ -42,6 +42,38 @@ PY
 }
 check "report: loads in Chromium with no error, fetches nothing, every chart has data, numbers are the run's" report_in_browser
 
+# The live dashboard of a run in progress: it loads with no console error,
+# talks only to its own controller, draws iterations as they complete, and
+# shows the agent that was killed.
+dashboard_live() {
+  "$TW" profile synth --model mlp --ranks 3 --iterations 3000 -o long.yaml 2> /dev/null
+  "$TW" run long.yaml --local 3 --out live --quiet --dashboard > live.txt 2> live.err &
+  local pid=$! url="" i
+  for i in $(seq 100); do
+    [ -s live/dashboard.url ] && url=$(cat live/dashboard.url) && break
+    sleep 0.1
+  done
+  [ -n "$url" ] || { cat live.err; kill $pid; return 1; }
+  # Readable by its owner only; the printed line names the file, not the token.
+  [ "$(stat -c %a live/dashboard.url)" = 600 ] || { kill $pid; return 1; }
+  ! grep -q "${url#*#token=}" live.err || { echo "the token was printed"; kill $pid; return 1; }
+  $PAGE "$url" --allow-origin "${url%/dashboard*}" --wait-state "iterations>=3" --kill-agent 1 --then-state "failed_agents>=1" \
+    > dash.json || { cat dash.json; kill $pid; return 1; }
+  wait $pid
+  [ ! -e live/dashboard.url ] || { echo "the address file outlived the run"; return 1; }
+  $PY - <<'PY'
+import json
+d = json.load(open("dash.json"))
+s = d["state"]
+titles = {c["title"]: c["points"] for c in d["charts"]}
+assert titles["iteration time"] >= 3 and titles["links"] >= 3 and titles["agents"] == 3, titles
+killed = [a for a in s["agents"] if a["rank"] == 1]
+assert killed and killed[0]["error"], s["agents"]  # the killed agent is shown as failed
+assert s["state"] in ("stopping", "failed", "collecting"), s["state"]
+PY
+}
+check "dashboard: live in Chromium, only its own server, iterations drawn as they complete, a killed agent shown" dashboard_live
+
 report_bad_input() {
   ! "$TW" report /nonexistent -o r.html 2> e1 && [ "$(wc -l < e1)" = 1 ] && grep -q /nonexistent e1 || { cat e1; return 1; }
   ! "$TW" report mlp3.yaml -o r.html 2> e2 && [ "$(wc -l < e2)" = 1 ] && grep -q 'no observed timings' e2 || { cat e2; return 1; }

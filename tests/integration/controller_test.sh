@@ -156,6 +156,41 @@ token_and_api() {
 }
 check "a wrong token is refused and logged; /api/runs, /metrics, /api/feed need the token" token_and_api
 
+# The dashboard (under the sanitizers here; in a browser in browser_test.sh): its
+# static page opens without the token, nothing else does, and without --dashboard
+# there is no page at all.
+dashboard_page() {
+  local p tok=dash-token
+  take_port
+  p=$next_port
+  "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --token $tok --iterations 5 --out rd --quiet --dashboard > rd.txt 2> rd.err &
+  local ctl=$!
+  sleep 0.5
+  [ "$(stat -c %a rd/dashboard.url)" = 600 ] && grep -q "^http://127.0.0.1:$p/dashboard#token=$tok$" rd/dashboard.url || { cat rd.err; return 1; }
+  curl -s -D page.h http://127.0.0.1:$p/dashboard > page.html || return 1
+  grep -qi '^content-type: text/html' page.h && grep -qi '^cache-control: no-store' page.h && grep -q "connect-src 'self'" page.html || return 1
+  ! grep -q "$tok" page.html || { echo "the page holds the token"; return 1; }
+  [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$p/dashboard/../api/runs)" = 401 ] || return 1
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:$p/dashboard)" = 401 ] || return 1
+  TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet &
+  local a1=$!
+  TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet || return 1
+  wait $a1 && wait $ctl || { cat rd.err; return 1; }
+  [ ! -e rd/dashboard.url ] || return 1
+  # Without --dashboard: no page.
+  take_port
+  p=$next_port
+  "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --token $tok --iterations 5 --out rn --quiet > rn.txt 2> rn.err &
+  ctl=$!
+  sleep 0.5
+  [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$p/dashboard)" = 401 ] || return 1
+  TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet &
+  a1=$!
+  TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet || return 1
+  wait $a1 && wait $ctl
+}
+check "run --dashboard: the static page opens without the token, nothing else does; its address file is private and goes" dashboard_page
+
 # fault_case SIGNAL RANK SECONDS PATTERN: signal one agent of a running run; the
 # controller must exit 1 within SECONDS with a line matching PATTERN, stop the
 # others, and keep what they measured.

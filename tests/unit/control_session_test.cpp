@@ -227,6 +227,10 @@ struct FakeApi {
   std::vector<std::string> rejections;
   int agents = 0;
   void rejected(const std::string& line) { rejections.push_back(line); }
+  std::optional<HttpReply> page(const std::string& path) const {
+    if (path == "/dashboard") return HttpReply{http::status::ok, "text/html", "<html>page</html>"};
+    return std::nullopt;
+  }
   HttpReply get(const std::string& path) {
     if (path == "/metrics") return {http::status::ok, "text/plain", "m\n"};
     return {http::status::not_found, "text/plain", "no such endpoint\n"};
@@ -295,6 +299,26 @@ TEST(HttpRouter, TheTokenOpensTheApi) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->result(), http::status::unauthorized);
   EXPECT_EQ(api.rejections.back(), "rejected a request from 10.0.0.9:4000 to /metrics: wrong or missing token");
+}
+
+TEST(HttpRouter, OnlyTheStaticPageOpensWithoutTheToken) {
+  FakeApi api;
+  bool complete = false;
+  auto res = ask("GET /dashboard HTTP/1.1\r\nHost: c\r\n\r\n", 1000, api, complete);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->result(), http::status::ok);
+  EXPECT_EQ(res->body(), "<html>page</html>");
+  EXPECT_EQ((*res)[http::field::cache_control], "no-store");
+  EXPECT_TRUE(api.rejections.empty());
+  // Not another path, not another method, not a WebSocket on the page's path.
+  for (const char* r : {"GET /dashboard/x HTTP/1.1\r\nHost: c\r\n\r\n", "GET /api/runs HTTP/1.1\r\nHost: c\r\n\r\n",
+                        "POST /dashboard HTTP/1.1\r\nHost: c\r\nContent-Length: 0\r\n\r\n",
+                        "GET /dashboard HTTP/1.1\r\nHost: c\r\nUpgrade: websocket\r\nConnection: upgrade\r\n"
+                        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"}) {
+    res = ask(r, 1000, api, complete);
+    ASSERT_TRUE(res) << r;
+    EXPECT_EQ(res->result(), http::status::unauthorized) << r;
+  }
 }
 
 TEST(HttpRouter, BearerToken) {

@@ -52,7 +52,12 @@ TEST(RunStatus, BriefAndFullStatus) {
   EXPECT_FALSE(full.contains("error"));
   s.error = "rank 1 (h): broke";
   EXPECT_EQ(run_status_json(s, p)["error"], "rank 1 (h): broke");
-  EXPECT_EQ(feed_progress_json(p)["type"], "progress");
+  EXPECT_EQ(feed_progress_json(p, {}, {})["type"], "progress");
+  // What the dashboard draws: the iterations done so far, numbered, and each
+  // flow's bytes by its ranks.
+  const auto feed = feed_progress_json(p, {{"f0", 0, 1}, {"f1", 1, 0}}, {5, 6});
+  EXPECT_EQ(feed["recent_iteration_ns"], nlohmann::json::parse("[[0, 150]]"));
+  EXPECT_EQ(feed["flow_bytes"], nlohmann::json::parse("[[0, 1, 5], [1, 0, 6]]"));
 }
 
 TEST(RunStatus, MetricsNameEveryFlow) {

@@ -13,6 +13,7 @@
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/profile/build.hpp"
 #include "tensorwire/view/sources.hpp"
+#include "tensorwire/view/web_pages.hpp"
 
 namespace tw::view {
 namespace {
@@ -302,6 +303,16 @@ nlohmann::json report_data(const ReportOptions& o) {
     j["sources"].push_back(source_json(a, da, o.top));
   }
   return j;
+}
+
+}  // namespace tw::view
+
+namespace tw::view {
+
+std::string report_html(const nlohmann::json& data) {
+  std::string title = "tensorwire report";
+  if (data.contains("sources") && !data["sources"].empty()) title += ": " + data["sources"][0].value("path", "");
+  return web::report_page(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), title);
 }
 
 }  // namespace tw::view

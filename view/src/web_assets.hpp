@@ -8,4 +8,6 @@ extern const char* const kUplotCss;
 extern const char* const kReportHtml;
 extern const char* const kReportJs;
 extern const char* const kReportCss;
+extern const char* const kDashboardHtml;
+extern const char* const kDashboardJs;
 }  // namespace tw::view::web

@@ -27,6 +27,7 @@
 #include "tensorwire/util/host_port.hpp"
 #include "tensorwire/util/realtime.hpp"
 #include "tensorwire/util/token.hpp"
+#include "tensorwire/view/web_pages.hpp"
 
 namespace tw {
 namespace {
@@ -111,6 +112,13 @@ class RunLifecycle final : public Session::Handler {
 
   void rejected(const std::string& line) { line_.log(line); }
 
+  // The dashboard's page holds no run data (it reads the token from its URL's
+  // fragment, which browsers never send): served to anyone, when asked for.
+  std::optional<HttpReply> page(const std::string& path) const {
+    if (!o_.dashboard || path != kDashboardPath) return std::nullopt;
+    return HttpReply{beast::http::status::ok, "text/html; charset=utf-8", web::dashboard_page()};
+  }
+
   HttpReply get(const std::string& path) const {
     if (path == "/metrics") {
       return {beast::http::status::ok, "text/plain; version=0.0.4", metrics_text(o_.run_id, p_.flows, flow_bytes_, progress_, joined(), status().agents)};
@@ -182,8 +190,11 @@ class RunLifecycle final : public Session::Handler {
     if (how == SessionEnd::bad_message) {
       fail(2, a.who() + ": " + why);
     } else if (how != SessionEnd::ended && !a.uploaded && !stopping_all_) {
-      fail(2, a.who() + (how == SessionEnd::silent ? ": the agent stopped answering heartbeats" : ": the agent disconnected") +
-                  (a.done ? " while uploading its results" : ""));
+      const std::string what = std::string(how == SessionEnd::silent ? "the agent stopped answering heartbeats" : "the agent disconnected") +
+                               (a.done ? " while uploading its results" : "");
+      // The agent's own line in the status (the dashboard, /api/runs), not only the run's.
+      if (a.error.empty()) a.error = what;
+      fail(2, a.who() + ": " + what);
     }
     notifier_.notify();
   }
@@ -541,7 +552,7 @@ class RunLifecycle final : public Session::Handler {
     const Nanos now = realtime_ns();
     if (now - last_publish_ < 100 * kMilli && !progress_.finished()) return;
     last_publish_ = now;
-    const std::string text = feed_progress_json(progress_).dump();
+    const std::string text = feed_progress_json(progress_, p_.flows, flow_bytes_).dump();
     for (const auto& f : feeds_) f->send_text(text);
   }
 

@@ -62,13 +62,23 @@ nlohmann::json run_status_json(const RunStatus& s, const RunProgress& p) {
   return j;
 }
 
-nlohmann::json feed_progress_json(const RunProgress& p) {
+nlohmann::json feed_progress_json(const RunProgress& p, const std::vector<Flow>& flows, const std::vector<std::uint64_t>& flow_bytes) {
   nlohmann::json j = {{"type", "progress"}, {"iterations_done", p.done()}, {"iterations", p.iterations()},
                       {"bytes_sent", p.total_bytes_sent()}, {"throughput_bps", p.bytes_per_second() * 8}};
-  if (p.done() > 0) {
-    const auto& last = p.job_iterations().back();
-    j["last_iteration_ns"] = last.second - last.first;
+  const auto& its = p.job_iterations();
+  if (!its.empty()) {
+    j["last_iteration_ns"] = its.back().second - its.back().first;
   }
+  // The last iterations' times, numbered: a page that joins late or misses a
+  // message fills its chart from them.
+  nlohmann::json recent = nlohmann::json::array();
+  for (std::size_t i = its.size() > kFeedRecent ? its.size() - kFeedRecent : 0; i < its.size(); ++i) {
+    recent.push_back({i, its[i].second - its[i].first});
+  }
+  j["recent_iteration_ns"] = std::move(recent);
+  nlohmann::json f = nlohmann::json::array();
+  for (std::size_t i = 0; i < flows.size() && i < flow_bytes.size(); ++i) f.push_back({flows[i].src, flows[i].dst, flow_bytes[i]});
+  j["flow_bytes"] = std::move(f);  // [src, dst, bytes sent so far] per flow
   return j;
 }
 

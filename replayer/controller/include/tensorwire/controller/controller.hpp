@@ -34,6 +34,8 @@ class Launcher {
   virtual void stop(Nanos grace) = 0;
 };
 
+inline constexpr const char* kDashboardPath = "/dashboard";
+
 struct ControllerOptions {
   std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0: any free port
   std::string token;  // empty: a random one
@@ -54,6 +56,7 @@ struct ControllerOptions {
   int sync_samples = 16;
   Nanos resync_every = 5 * kSecond;
   bool quiet = false;
+  bool dashboard = false;  // serve the live dashboard's page at kDashboardPath
   // Called once the server listens, with its HOST:PORT and the token (for
   // agents started by something else).
   std::function<void(const std::string& address, const std::string& token)> on_listening;

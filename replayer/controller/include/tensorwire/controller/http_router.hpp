@@ -12,6 +12,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -40,6 +41,9 @@ inline constexpr const char* kFeedPath = "/api/feed";
 
 // Serves one connection. `Api` provides:
 //   void rejected(const std::string& line);      a stranger, for the log
+//   std::optional<HttpReply> page(const std::string& path);   a static page anyone
+//                                                may GET (the dashboard: it holds no
+//                                                run data), nullopt for every other path
 //   HttpReply get(const std::string& path);      a GET of the API (404 for others)
 //   awaitable<void> agent(WebSocket, std::string peer);   an accepted /agent
 //   awaitable<void> feed(WebSocket, std::string peer);    an accepted /api/feed
@@ -58,7 +62,11 @@ boost::asio::awaitable<void> serve_http(Stream stream, std::string peer, const s
   const std::string path = request_path(req);
   // (No string literal inside a co_await expression: GCC 12 miscompiles them.)
   HttpReply reply;
-  if (!same_token(bearer_token(req), token)) {
+  std::optional<HttpReply> page;
+  if (!websocket::is_upgrade(req) && req.method() == http::verb::get) page = api.page(path);
+  if (page) {
+    reply = std::move(*page);
+  } else if (!same_token(bearer_token(req), token)) {
     api.rejected("rejected " + std::string(websocket::is_upgrade(req) ? "a connection" : "a request") + " from " + peer + " to " +
                  path + ": wrong or missing token");
     reply = {http::status::unauthorized, "text/plain", "a valid token is required\n"};
@@ -84,6 +92,8 @@ boost::asio::awaitable<void> serve_http(Stream stream, std::string peer, const s
   http::response<http::string_body> res{reply.status, req.version()};
   res.set(http::field::server, "tensorwire");
   res.set(http::field::content_type, reply.type);
+  res.set(http::field::cache_control, "no-store");
+  res.set("Referrer-Policy", "no-referrer");
   res.keep_alive(false);
   res.body() = std::move(reply.body);
   res.prepare_payload();

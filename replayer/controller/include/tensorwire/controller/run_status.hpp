@@ -46,7 +46,11 @@ nlohmann::json run_brief_json(const RunStatus& s, const RunProgress& p);
 // GET /api/runs/{id}, the feed's `status`, and the base of run.json.
 nlohmann::json run_status_json(const RunStatus& s, const RunProgress& p);
 // The feed's `progress` message.
-nlohmann::json feed_progress_json(const RunProgress& p);
+// A `progress` message of /api/feed: iterations done, bytes, the last
+// kFeedRecent iterations' times ([index, ns]), and each flow's bytes sent so far
+// ([src, dst, bytes]).
+inline constexpr std::size_t kFeedRecent = 64;
+nlohmann::json feed_progress_json(const RunProgress& p, const std::vector<Flow>& flows, const std::vector<std::uint64_t>& flow_bytes);
 // GET /metrics. `flow_bytes` is indexed like `flows`; `agents` give the clock series.
 std::string metrics_text(const std::string& run_id, const std::vector<Flow>& flows, const std::vector<std::uint64_t>& flow_bytes,
                          const RunProgress& p, std::size_t agents_connected, const std::vector<AgentStatus>& agents);
