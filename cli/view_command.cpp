@@ -39,7 +39,16 @@ int view_command(const ViewArgs& a) {
     view::View o = view::view_of(a.against, s);
     // Named by what they are ("run", "capture", "profile"): the reader sees which is which.
     const std::string mine = view::source_kind(a.sources[0]), theirs = view::source_kind(a.against[0]);
-    view::append_against(v, mine, std::move(o), theirs == mine ? theirs + " (against)" : theirs);
+    // A run or profile of a capture's iterations A..B: its iteration 0 is the capture's A.
+    std::int64_t offset = 0;
+    if (theirs == "capture" && mine != "capture") {
+      try {
+        offset = build_profile(read_captures(a.against), {}).report.first_used;
+      } catch (const std::runtime_error&) {
+        offset = 0;  // no profile can be built of it: aligned at the first iterations
+      }
+    }
+    view::append_against(v, mine, std::move(o), theirs == mine ? theirs + " (against)" : theirs, offset);
   }
   // Written beside the destination, then renamed: a full disk leaves no half file.
   const std::string tmp = a.out + ".tmp-" + std::to_string(::getpid());
@@ -54,6 +63,10 @@ int view_command(const ViewArgs& a) {
         bytes = view::write_perfetto(v, out, {.compress = !a.no_compress});
       }
       out.flush();
+    } catch (const std::logic_error& e) {  // the writer refused the view: a bug of ours, not of the input
+      out.close();
+      fs::remove(tmp);
+      throw std::runtime_error(a.sources[0] + ": cannot be drawn (" + e.what() + "; a tensorwire bug, please report it)");
     } catch (...) {
       out.close();
       fs::remove(tmp);
@@ -71,8 +84,9 @@ int view_command(const ViewArgs& a) {
     throw std::runtime_error(a.out + ": " + ec.message());
   }
   if (!bytes) bytes = fs::file_size(a.out, ec);
-  fmt::print(stderr, "tensorwire view: {} messages, {} receipts, {} compute ops, {} iterations, {} flows, {} counter samples in {} ({})\n",
-             counts.messages, counts.receipts, counts.compute, counts.iterations, v.flows.size(), v.sample_count(), a.out, human_bytes(bytes));
+  fmt::print(stderr, "tensorwire view: {} messages, {} receipts, {} compute ops, {} iterations{}; {} flows, {} counter samples in {} ({})\n",
+             counts.messages, counts.receipts, counts.compute, counts.iterations, a.against.empty() ? "" : " (and the source against it)",
+             v.flows.size(), v.sample_count(), a.out, human_bytes(bytes));
   if (v.unlinked) {
     fmt::print(stderr, "{} flows not drawn: their end came before their start, by up to {} (the hosts' clocks differ by up to their bound)\n",
                v.unlinked, human_duration(v.unlinked_by));

@@ -43,4 +43,9 @@ print(f"fidelity: the replay's iteration time is {e['p50']:+.1f}% from the captu
       f"p95 {e['p95']:+.1f}%): {rep:.2f} ms replayed, {ref:.2f} ms captured; "
       f"message starts within the iteration {s['p50'] / 1e3:+.0f} us (p50)")
 PY
+echo
+echo "== tensorwire report and view (the replay against the capture: an HTML report, a Perfetto timeline)"
+"$tw" report "$out/run" --against "$out/capture" -o "$out/report.html"
+"$tw" view "$out/run" --against "$out/capture" -o "$out/timeline.pftrace"
 echo "Binary: $tw   Capture: $out/capture   Profile: $out/ddp-mlp-$ranks.yaml   Run: $out/run"
+echo "Report: $out/report.html (open it in a browser)   Timeline: $out/timeline.pftrace (open it in ui.perfetto.dev)"

@@ -21,7 +21,7 @@ if (args.length < 2) {
   console.error("usage: node page_check.cjs MODULES_DIR URL [--allow-origin ORIGIN] [--screenshot PNG] [--wait-for EXPR] [--timeout-ms N]");
   process.exit(2);
 }
-const { chromium } = require(path.join(args[0], "playwright-core"));
+const { chromium } = require(path.resolve(args[0], "playwright-core"));
 const url = args[1];
 const opt = (name, dflt) => {
   const i = args.indexOf(name);

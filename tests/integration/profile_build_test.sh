@@ -188,6 +188,14 @@ assert s["slices"]["iteration"] == 2 and 0 < s["slices"]["message"] < a["slices"
   ! "$TW" view ps-run --iterations 4:2 -o x.pftrace 2> e2 && grep -q -- --iterations e2 || { cat e2; return 1; }
   cp -r ps-run cut && truncate -s 1000 cut/rank-1.twr
   ! "$TW" view cut -o x.pftrace 2> e3 && [ "$(wc -l < e3)" = 1 ] && grep -q rank-1.twr e3 || { cat e3; return 1; }
+  # A record whose time is far outside the run (a damaged or forged file): refused, naming it.
+  cp -r ps-run forged && $PY -c '
+import struct
+with open("forged/rank-1.twr", "ab") as f:  # a compute record (kind 3) of rank 1 ending at the end of time
+    f.write(struct.pack("<BBHIIIQqqq16x", 3, 0, 1, 0, 0, 0, 0, -1, 1000, 2**63 - 1))'
+  ! "$TW" view forged --against ps-run -o x.pftrace 2> e4 && [ "$(wc -l < e4)" = 1 ] && grep -q 'rank-1.twr: record .* outside the run' e4 ||
+    { cat e4; return 1; }
+  ! "$TW" view ps-run --ranks 9 -o x.pftrace 2> e5 && grep -q 'rank 9' e5 || { cat e5; return 1; }
   [ ! -e x.pftrace ] && ! ls x.pftrace.tmp-* > /dev/null 2>&1
 }
 check "timelines of the captures, runs and profile: decoded, nested, every message and flow there" timelines

@@ -82,11 +82,16 @@ TEST(View, AFlowWhoseEndPrecedesItsStartIsCountedNotDrawn) {
   const SliceRef send = v.add_slice(a, 1000, 2000, v.intern("send"));
   const SliceRef early = v.add_slice(b, 900, 950, v.intern("read"));   // ends 50 ns before the send began
   const SliceRef late = v.add_slice(b, 1500, 2100, v.intern("read"));  // begins before the send ends: drawn
-  v.link(send, early);
-  v.link(send, late);
-  ASSERT_EQ(v.flows.size(), 1u);
+  const SliceRef touching = v.add_slice(b, 2200, 2300, v.intern("read"));
+  EXPECT_FALSE(v.link(send, early));
+  EXPECT_TRUE(v.link(send, late));
+  // An end at the very instant the source begins: a viewer may meet it first.
+  const SliceRef before = v.add_slice(a, 2500, 2600, v.intern("send"));
+  EXPECT_FALSE(v.link(before, v.add_slice(b, 2400, 2500, v.intern("read"))));
+  EXPECT_TRUE(v.link(send, touching));
+  ASSERT_EQ(v.flows.size(), 2u);
   EXPECT_EQ(v.flows[0].to.slice, late.slice);
-  EXPECT_EQ(v.unlinked, 1u);
+  EXPECT_EQ(v.unlinked, 2u);
   EXPECT_EQ(v.unlinked_by, 50);
 }
 

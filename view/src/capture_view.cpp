@@ -49,6 +49,11 @@ View view_of_capture(const CaptureJob& job, const std::vector<ImportedOp>& ops, 
     }
   }
   const auto rank_of = [&](std::size_t process) { return job.rank_of_process[process]; };
+  for (RankId r : sel.ranks) {
+    if (std::find(job.rank_of_process.begin(), job.rank_of_process.end(), std::optional<RankId>(r)) == job.rank_of_process.end()) {
+      throw std::invalid_argument("--ranks: no process of this capture is rank " + std::to_string(r));
+    }
+  }
   Nanos lo = std::numeric_limits<Nanos>::max(), hi = std::numeric_limits<Nanos>::min();
   for (std::size_t m = 0; m < keep.size(); ++m) {
     const Message& x = an.messages[m];
@@ -79,34 +84,47 @@ View view_of_capture(const CaptureJob& job, const std::vector<ImportedOp>& ops, 
               cat_message = v.intern("message"), cat_read = v.intern("read");
 
   // Iterations: annotated, else the builder's (from each process's messages).
-  std::vector<std::map<std::int64_t, std::pair<Nanos, Nanos>>> iter(traces.size());
+  // Per process: (begin, end, number), by begin. Annotated numbers may repeat (a
+  // job that counts per epoch): each span is drawn.
+  struct Span {
+    Nanos begin, end;
+    std::int64_t number;
+  };
+  std::vector<std::vector<Span>> iter(traces.size());
   for (const AnnotatedSpan& s : an.spans) {
-    if (s.type == trace::MarkType::iteration && s.end >= s.begin) iter[s.process][s.value] = {s.begin, s.end};
+    if (s.type == trace::MarkType::iteration && s.end >= s.begin) iter[s.process].push_back({s.begin, s.end, s.value});
   }
   if (job.iteration_source == "periodic traffic") {
+    std::vector<std::map<std::int64_t, std::pair<Nanos, Nanos>>> found(traces.size());
     for (std::size_t m = 0; m < an.messages.size(); ++m) {
       const std::int64_t it = job.iteration_of_message[m];
       if (it < 0) continue;
       const Message& x = an.messages[m];
       const std::size_t p = an.connections[x.connection].process;
-      auto [e, fresh] = iter[p].try_emplace(it, x.ready, std::max(x.sent_app, x.ready));
+      auto [e, fresh] = found[p].try_emplace(it, x.ready, std::max(x.sent_app, x.ready));
       if (!fresh) e->second.first = std::min(e->second.first, x.ready), e->second.second = std::max(e->second.second, x.sent_app);
     }
-  }
-  for (std::size_t p = 0; p < traces.size(); ++p) {
-    if (!proc[p] || iter[p].empty()) continue;
-    const std::uint32_t t = v.add_track(proc[p], "iterations", TrackKind::slices);
-    Nanos last = std::numeric_limits<Nanos>::min();
-    for (const auto& [num, be] : iter[p]) {
-      if (sel.iterations && (num < sel.iterations->first || num >= sel.iterations->second)) continue;
-      // Detected iterations of one process may overlap a little: drawn one after the other.
-      const Nanos b = std::max(be.first, last), e = std::max(be.second, b);
-      const SliceRef r = v.add_slice(t, b, e, v.intern("iteration " + std::to_string(num)), 0, cat_iteration);
-      v.add_arg(r, "iteration", num);
-      last = e;
-      ++n.iterations;
+    for (std::size_t p = 0; p < traces.size(); ++p) {
+      for (const auto& [num, be] : found[p]) iter[p].push_back({be.first, be.second, num});
     }
   }
+  std::set<std::int64_t> shown;
+  for (std::size_t p = 0; p < traces.size(); ++p) {
+    if (!proc[p] || iter[p].empty()) continue;
+    std::stable_sort(iter[p].begin(), iter[p].end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+    const std::uint32_t t = v.add_track(proc[p], "iterations", TrackKind::slices);
+    Nanos last = std::numeric_limits<Nanos>::min();
+    for (const Span& it : iter[p]) {
+      if (sel.iterations && (it.number < sel.iterations->first || it.number >= sel.iterations->second)) continue;
+      // Detected iterations of one process may overlap a little: drawn one after the other.
+      const Nanos b = std::max(it.begin, last), e = std::max(it.end, b);
+      const SliceRef r = v.add_slice(t, b, e, v.intern("iteration " + std::to_string(it.number)), 0, cat_iteration);
+      v.add_arg(r, "iteration", it.number);
+      last = e;
+      shown.insert(it.number);
+    }
+  }
+  n.iterations = shown.size();
   // Annotated spans (forward, backward, optimizer, named spans; DDP buckets apart).
   std::vector<const AnnotatedSpan*> spans;
   for (const AnnotatedSpan& s : an.spans) {
@@ -161,6 +179,11 @@ View view_of_capture(const CaptureJob& job, const std::vector<ImportedOp>& ops, 
     if (keep[m]) of_conn[an.messages[m].connection].push_back(m);
   }
   std::vector<std::optional<Lanes>> send_lanes(an.connections.size()), read_lanes(an.connections.size());
+  // TCP_INFO snapshots by process and connection id, found once.
+  std::vector<std::map<std::uint32_t, std::vector<const trace::TcpInfoEvent*>>> tcp(traces.size());
+  for (std::size_t p = 0; p < traces.size(); ++p) {
+    for (const auto& e : traces[p].tcp_info) tcp[p][e.conn].push_back(&e);
+  }
   struct Read {
     std::size_t message;
     SliceRef sent;
@@ -194,11 +217,12 @@ View view_of_capture(const CaptureJob& job, const std::vector<ImportedOp>& ops, 
     draw::counter(v, proc[c.process], "throughput " + name + " (bit/s)", "bit/s", downsample(draw::throughput(std::move(moved), bin), bin, true));
     // TCP_INFO at the sender's calls.
     std::vector<std::pair<Nanos, double>> cwnd, unacked, notsent;
-    for (const auto& e : traces[c.process].tcp_info) {
-      if (e.conn != c.id || !in_window(e.at_ns, e.at_ns)) continue;
-      cwnd.emplace_back(e.at_ns, e.snd_cwnd);
-      unacked.emplace_back(e.at_ns, e.unacked);
-      notsent.emplace_back(e.at_ns, e.notsent_bytes);
+    const auto snapshots = tcp[c.process].find(c.id);
+    for (const trace::TcpInfoEvent* e : snapshots == tcp[c.process].end() ? std::vector<const trace::TcpInfoEvent*>{} : snapshots->second) {
+      if (!in_window(e->at_ns, e->at_ns)) continue;
+      cwnd.emplace_back(e->at_ns, e->snd_cwnd);
+      unacked.emplace_back(e->at_ns, e->unacked);
+      notsent.emplace_back(e->at_ns, e->notsent_bytes);
     }
     draw::counter(v, proc[c.process], "cwnd " + name + " (segments)", "segments", downsample(std::move(cwnd), bin, true));
     draw::counter(v, proc[c.process], "unacknowledged " + name + " (segments)", "segments", downsample(std::move(unacked), bin, true));

@@ -75,7 +75,7 @@ void write_trace_json(const View& v, std::ostream& os) {
   meta["time_zero_ns"] = t0;
   meta["time_zero"] = "ts 0 is this CLOCK_REALTIME time (ns)";
   out += "{\"displayTimeUnit\":\"ns\",\"metadata\":";
-  out += meta.dump();
+  out += meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   out += ",\"traceEvents\":[\n";
   bool first = true;
   const auto event = [&] {
@@ -154,7 +154,7 @@ void write_trace_json(const View& v, std::ostream& os) {
       // links flow events in time order).
       const Slice& sl = v.tracks[r.track].slices[r.slice];
       const Nanos from = v.tracks[v.flows[i].from.track].slices[v.flows[i].from.slice].begin;
-      micros(out, (to ? std::clamp(from, sl.begin, sl.end) : sl.begin) - t0);
+      micros(out, (to ? std::clamp(from, sl.begin, std::max(sl.begin, sl.end - 1)) : sl.begin) - t0);
       out += '}';
     }
     if (out.size() > (1 << 20)) flush();

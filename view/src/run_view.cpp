@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "draw.hpp"
@@ -54,6 +56,14 @@ bool wanted_op(const Selection& s, const Profile& p, const Op& op) {
 View draw_schedule(const Profile& p, std::unordered_map<Key, Drawn, KeyHash>& ops, const std::vector<std::vector<std::pair<Nanos, Nanos>>>& iters,
                    const std::vector<std::string>& hosts, const std::vector<std::vector<std::pair<Nanos, double>>>& cwnd,
                    const Selection& sel, ViewCounts& n) {
+  for (RankId r : sel.ranks) {
+    if (r >= p.ranks.size()) throw std::invalid_argument("--ranks: rank " + std::to_string(r) + ": the job has " + std::to_string(p.ranks.size()) + " ranks");
+  }
+  for (const auto& [a, b] : sel.flows) {
+    if (a >= p.ranks.size() || b >= p.ranks.size()) {
+      throw std::invalid_argument("--flows: " + std::to_string(a) + "-" + std::to_string(b) + ": the job has " + std::to_string(p.ranks.size()) + " ranks");
+    }
+  }
   View v;
   std::vector<std::uint64_t> proc(p.ranks.size(), 0);
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
@@ -70,6 +80,7 @@ View draw_schedule(const Profile& p, std::unordered_map<Key, Drawn, KeyHash>& op
   }
   if (lo > hi) lo = hi = 0;
   const Nanos bin = draw::bin_for(hi - lo, sel.counter_points);
+  std::set<std::size_t> shown;  // iteration numbers drawn, on any rank
   for (std::size_t r = 0; r < iters.size() && r < proc.size(); ++r) {
     if (!proc[r] || iters[r].empty()) continue;
     const std::uint32_t t = v.add_track(proc[r], "iterations", TrackKind::slices);
@@ -81,9 +92,10 @@ View draw_schedule(const Profile& p, std::unordered_map<Key, Drawn, KeyHash>& op
       const SliceRef s = v.add_slice(t, b, e, v.intern("iteration " + std::to_string(i)), 0, cat_iteration);
       v.add_arg(s, "iteration", static_cast<std::int64_t>(i));
       last = e;
-      ++n.iterations;
+      shown.insert(i);
     }
   }
+  n.iterations = shown.size();
   // Op instances in time order, each to its rank's compute lanes or its flow's.
   std::vector<std::pair<Key, Drawn*>> order;
   for (auto& [k, d] : ops) {
@@ -149,13 +161,10 @@ View draw_schedule(const Profile& p, std::unordered_map<Key, Drawn, KeyHash>& op
       const Drawn& from = it->second;
       // A receipt not drawn (a profile's, or its receiver not shown): the send, which ends on arrival.
       if (dep.recv && from.has_read()) {
-        v.link(from.read, d->slice);
+        n.dependencies += v.link(from.read, d->slice);
       } else if (from.has()) {
-        v.link(from.slice, d->slice);
-      } else {
-        continue;
+        n.dependencies += v.link(from.slice, d->slice);
       }
-      ++n.dependencies;
     }
   }
   for (std::size_t f = 0; f < p.flows.size(); ++f) {
@@ -163,9 +172,33 @@ View draw_schedule(const Profile& p, std::unordered_map<Key, Drawn, KeyHash>& op
     if (!src || !wanted_flow(sel, p.flows[f])) continue;
     const std::string name = "to rank " + std::to_string(p.flows[f].dst) + " · " + p.flows[f].id;
     draw::counter(v, src, "throughput " + name + " (bit/s)", "bit/s", downsample(draw::throughput(std::move(moved[f]), bin), bin, true));
-    if (f < cwnd.size()) draw::counter(v, src, "cwnd " + name + " (segments)", "segments", downsample(cwnd[f], bin, true));
+    if (f < cwnd.size()) {
+      std::vector<std::pair<Nanos, double>> c;
+      for (const auto& x : cwnd[f]) {
+        if (!sel.iterations || (x.first >= lo && x.first <= hi)) c.push_back(x);
+      }
+      draw::counter(v, src, "cwnd " + name + " (segments)", "segments", downsample(std::move(c), bin, true));
+    }
   }
   return v;
+}
+
+// When the run was: from its ranks' summaries (start_ns, end_ns), a minute
+// either side; nullopt when they do not say.
+std::optional<std::pair<Nanos, Nanos>> run_span(const std::string& dir, std::size_t ranks) {
+  Nanos lo = std::numeric_limits<Nanos>::max(), hi = std::numeric_limits<Nanos>::min();
+  for (std::size_t r = 0; r < ranks; ++r) {
+    std::ifstream in(run_dir::summary_file(dir, static_cast<RankId>(r)));
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (!in || !j.is_object() || !j.contains("start_ns") || !j.contains("end_ns") || !j["start_ns"].is_number_integer() ||
+        !j["end_ns"].is_number_integer()) {
+      continue;
+    }
+    lo = std::min(lo, j["start_ns"].get<Nanos>());
+    hi = std::max(hi, j["end_ns"].get<Nanos>());
+  }
+  if (lo > hi) return std::nullopt;
+  return std::make_pair(lo - 60 * kSecond, hi + 60 * kSecond);
 }
 
 }  // namespace
@@ -173,6 +206,24 @@ View draw_schedule(const Profile& p, std::unordered_map<Key, Drawn, KeyHash>& op
 View view_of_run(const std::string& dir, const Selection& sel, ViewCounts* counts) {
   const Profile p = load_profile_or_throw(run_profile_path(dir));
   const std::vector<std::vector<Record>> ranks = load_run_records(dir, p);
+  // A damaged record (a time far outside the run) would stretch the timeline over
+  // years and thin every counter to nothing: refused, naming the file.
+  if (const auto span = run_span(dir, ranks.size())) {
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      for (std::size_t i = 0; i < ranks[r].size(); ++i) {
+        Record rec = ranks[r][i];
+        bool outside = false;
+        rec.map_times([&](std::int64_t t) {
+          outside = outside || t < span->first || t > span->second;
+          return t;
+        });
+        if (outside) {
+          throw std::runtime_error(run_dir::records_file(dir, static_cast<RankId>(r)) + ": record " + std::to_string(i) +
+                                   " holds a time outside the run (rank-" + std::to_string(r) + ".json's start and end, a minute either side)");
+        }
+      }
+    }
+  }
   std::unordered_map<Key, Drawn, KeyHash> ops;
   std::vector<std::vector<std::pair<Nanos, Nanos>>> iters(p.ranks.size());
   std::vector<std::vector<std::pair<Nanos, double>>> cwnd(p.flows.size());

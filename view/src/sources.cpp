@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <limits>
+#include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "tensorwire/core/profile_io.hpp"
@@ -101,16 +103,42 @@ std::string source_kind(const std::string& path) {
     throw std::runtime_error(path + ": neither a capture (trace-PID.json) nor a run directory (run.json, rank-0.json)");
   }
   if (fs::is_regular_file(path, ec)) return "profile";
+  if (fs::exists(path, ec)) throw std::runtime_error(path + ": not a regular file or a directory");
   throw std::runtime_error(path + ": no such file or directory");
 }
+
+namespace {
+
+// The smallest iteration number a view draws, and where it begins; nullopt
+// when it draws no iteration.
+std::optional<std::pair<std::int64_t, Nanos>> first_iteration(const View& v, std::optional<std::int64_t> number = std::nullopt) {
+  std::optional<std::pair<std::int64_t, Nanos>> best;
+  for (const Track& t : v.tracks) {
+    for (const Slice& s : t.slices) {
+      if (v.strings[s.category] != "iteration") continue;
+      for (std::uint32_t a = s.args; a < s.args + s.nargs; ++a) {
+        if (v.strings[v.args[a].key] != "iteration") continue;
+        const std::int64_t n = v.args[a].value;
+        if (number && n != *number) continue;
+        if (!best || n < best->first || (n == best->first && s.begin < best->second)) best = std::make_pair(n, s.begin);
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
 
 View view_of(const std::vector<std::string>& paths, const Selection& s, ViewCounts* counts) {
   if (paths.empty()) throw std::invalid_argument("nothing to view");
   const std::string kind = source_kind(paths[0]);
+  std::set<std::string> seen;
   for (const std::string& p : paths) {
     if (source_kind(p) != kind || (kind != "capture" && paths.size() > 1)) {
       throw std::invalid_argument(p + ": only captures (one directory per host) are viewed together; --against puts two sources side by side");
     }
+    std::error_code ec;
+    if (!seen.insert(fs::weakly_canonical(p, ec).string()).second) throw std::invalid_argument(p + ": named twice");
   }
   View v;
   if (kind == "capture") {
@@ -126,6 +154,9 @@ View view_of(const std::vector<std::string>& paths, const Selection& s, ViewCoun
   } else {
     v = view_of_profile(load_profile_or_throw(paths[0]), paths[0], s, counts);
   }
+  if (v.slice_count() == 0 && (s.iterations || !s.ranks.empty() || !s.flows.empty())) {
+    throw std::invalid_argument(paths[0] + ": nothing is left to draw after --iterations, --ranks and --flows");
+  }
   v.metadata["flows"] = v.flows.size();
   v.metadata["flows_not_drawn"] = v.unlinked;  // a receipt that ends before its send began, by the clocks' error
   v.metadata["flows_not_drawn_by_ns"] = v.unlinked_by;
@@ -133,13 +164,20 @@ View view_of(const std::vector<std::string>& paths, const Selection& s, ViewCoun
   return v;
 }
 
-void append_against(View& into, const std::string& into_label, View other, const std::string& label) {
-  const Nanos shift = into.first_time() - other.first_time();
+void append_against(View& into, const std::string& into_label, View other, const std::string& label, std::int64_t other_offset) {
+  // The first iteration of each at the same time (a capture's startup and
+  // warm-up come before it), else their first times.
+  Nanos shift = into.first_time() - other.first_time();
+  if (const auto mine = first_iteration(into)) {
+    if (const auto theirs = first_iteration(other, mine->first + other_offset)) shift = mine->second - theirs->second;
+  }
   for (Process& p : into.processes) p.name = into_label + ": " + p.name;
   for (Track& t : into.tracks) {
     if (t.parent == 0) t.name = into_label + ": " + t.name;
   }
-  into.metadata = {{into_label, into.metadata}, {label, other.metadata}, {"aligned", "both start at the first time of " + into_label}};
+  into.metadata = {{into_label, into.metadata},
+                   {label, other.metadata},
+                   {"aligned", label + "'s iteration " + std::to_string(other_offset) + " after " + into_label + "'s first begins with it"}};
   into.absorb(std::move(other), label + ": ", shift);
 }
 

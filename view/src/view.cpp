@@ -45,14 +45,15 @@ SliceRef View::add_slice(std::uint32_t track, Nanos begin, Nanos end, StrId name
   return {track, static_cast<std::uint32_t>(s.size() - 1)};
 }
 
-void View::link(SliceRef from, SliceRef to) {
+bool View::link(SliceRef from, SliceRef to) {
   const Nanos back = tracks.at(from.track).slices.at(from.slice).begin - tracks.at(to.track).slices.at(to.slice).end;
-  if (back > 0) {
+  if (back >= 0) {
     ++unlinked;
     unlinked_by = std::max(unlinked_by, back);
-    return;
+    return false;
   }
   flows.push_back({from, to});
+  return true;
 }
 
 void View::add_arg(SliceRef r, std::string_view key, std::int64_t value) {
@@ -130,15 +131,15 @@ std::size_t View::sample_count() const {
 }
 
 std::uint32_t Lanes::place(Nanos begin, Nanos end) {
-  for (std::size_t i = 0; i < tracks_.size(); ++i) {
-    if (free_at_[i] <= begin) {
-      free_at_[i] = std::max(end, begin);
-      return tracks_[i];
-    }
+  std::size_t lane = tracks_.size();
+  if (!free_.empty() && free_.top().first <= begin) {
+    lane = free_.top().second;
+    free_.pop();
+  } else {
+    tracks_.push_back(v_.add_track(group_, name_, TrackKind::slices));
   }
-  tracks_.push_back(v_.add_track(group_, name_, TrackKind::slices));
-  free_at_.push_back(std::max(end, begin));
-  return tracks_.back();
+  free_.emplace(std::max(end, begin), lane);
+  return tracks_[lane];
 }
 
 std::vector<std::pair<Nanos, double>> downsample(std::vector<std::pair<Nanos, double>> s, Nanos bin, bool peak) {
@@ -167,26 +168,26 @@ std::vector<std::pair<Nanos, double>> downsample(std::vector<std::pair<Nanos, do
 std::string check(const View& v) {
   for (std::size_t ti = 0; ti < v.tracks.size(); ++ti) {
     const Track& t = v.tracks[ti];
-    const std::string where = "track " + std::to_string(ti) + " (" + t.name + ")";
-    if (t.kind != TrackKind::slices && !t.slices.empty()) return where + ": slices on a track that is not a slice track";
-    if (t.kind != TrackKind::counter && !t.samples.empty()) return where + ": samples on a track that is not a counter";
+    const auto where_ = [&] { return "track " + std::to_string(ti) + " (" + t.name + ")"; };
+    if (t.kind != TrackKind::slices && !t.slices.empty()) return where_() + ": slices on a track that is not a slice track";
+    if (t.kind != TrackKind::counter && !t.samples.empty()) return where_() + ": samples on a track that is not a counter";
     std::vector<const Slice*> open;  // open[d]: the last slice of depth d
     std::vector<Nanos> last_end;    // per depth: where the previous sibling ended
     for (std::size_t i = 0; i < t.slices.size(); ++i) {
       const Slice& s = t.slices[i];
-      const std::string at = where + " slice " + std::to_string(i);
-      if (s.end < s.begin) return at + ": ends before it begins";
-      if (s.depth > open.size()) return at + ": depth " + std::to_string(s.depth) + " without a parent";
+      const auto at_ = [&] { return where_() + " slice " + std::to_string(i); };
+      if (s.end < s.begin) return at_() + ": ends before it begins";
+      if (s.depth > open.size()) return at_() + ": depth " + std::to_string(s.depth) + " without a parent";
       open.resize(s.depth);
       last_end.resize(s.depth + 1, std::numeric_limits<Nanos>::min());
-      if (s.begin < last_end[s.depth]) return at + ": overlaps the slice before it";
-      if (s.depth > 0 && (s.begin < open.back()->begin || s.end > open.back()->end)) return at + ": outside its parent";
+      if (s.begin < last_end[s.depth]) return at_() + ": overlaps the slice before it";
+      if (s.depth > 0 && (s.begin < open.back()->begin || s.end > open.back()->end)) return at_() + ": outside its parent";
       last_end[s.depth] = s.end;
       open.push_back(&s);
-      if (s.args + s.nargs > v.args.size()) return at + ": args out of range";
+      if (s.args + s.nargs > v.args.size()) return at_() + ": args out of range";
     }
     for (std::size_t i = 1; i < t.samples.size(); ++i) {
-      if (t.samples[i].first < t.samples[i - 1].first) return where + ": samples out of time order";
+      if (t.samples[i].first < t.samples[i - 1].first) return where_() + ": samples out of time order";
     }
   }
   for (std::size_t i = 0; i < v.flows.size(); ++i) {
@@ -195,7 +196,7 @@ std::string check(const View& v) {
         return "flow " + std::to_string(i) + ": names no slice";
       }
     }
-    if (v.tracks[v.flows[i].to.track].slices[v.flows[i].to.slice].end < v.tracks[v.flows[i].from.track].slices[v.flows[i].from.slice].begin) {
+    if (v.tracks[v.flows[i].to.track].slices[v.flows[i].to.slice].end <= v.tracks[v.flows[i].from.track].slices[v.flows[i].from.slice].begin) {
       return "flow " + std::to_string(i) + ": ends before it begins";
     }
   }

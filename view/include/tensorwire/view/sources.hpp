@@ -51,7 +51,9 @@ std::string source_kind(const std::string& path);
 View view_of(const std::vector<std::string>& paths, const Selection& s, ViewCounts* counts = nullptr);
 
 // `other` beside `into`: the processes of each named "LABEL: ...", `other`'s
-// times moved so that it starts where `into` starts.
-void append_against(View& into, const std::string& into_label, View other, const std::string& label);
+// times moved so that its iteration (into's first + other_offset) begins where
+// into's first iteration begins (a run of a profile built from iterations A..B
+// of a capture: other_offset A), or, without iterations, where into starts.
+void append_against(View& into, const std::string& into_label, View other, const std::string& label, std::int64_t other_offset = 0);
 
 }  // namespace tw::view

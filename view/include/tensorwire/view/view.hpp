@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <queue>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -79,11 +80,11 @@ struct View {
   std::uint32_t add_track(std::uint64_t parent, std::string name, TrackKind kind, std::string unit = "");
   // Appends a slice; returns its reference. Args follow with add_arg.
   SliceRef add_slice(std::uint32_t track, Nanos begin, Nanos end, StrId name, std::uint32_t depth = 0, StrId category = 0);
-  // A flow arrow from `from` to `to`, unless `to` ends before `from` begins: a
-  // viewer links a flow's ends in time order and would drop it. That happens
-  // only between hosts, by less than their clocks' bound; such arrows are
-  // counted in `unlinked` instead.
-  void link(SliceRef from, SliceRef to);
+  // A flow arrow from `from` to `to`, unless `to` ends before `from` begins (or
+  // just as it begins): a viewer links a flow's ends in time order and would
+  // drop it. That happens only between hosts, by less than their clocks' bound;
+  // such arrows are counted in `unlinked` instead. Returns whether it was drawn.
+  bool link(SliceRef from, SliceRef to);
   std::size_t unlinked = 0;
   Nanos unlinked_by = 0;  // the most by which such an arrow ran backwards
   void add_arg(SliceRef s, std::string_view key, std::int64_t value);
@@ -103,8 +104,8 @@ struct View {
   std::uint64_t next_uuid_ = 1;
 };
 
-// Where messages in flight at once go: per group of tracks, the lane whose last
-// message ended before this one begins (the lowest such), or a new lane.
+// Where messages in flight at once go: per group of tracks, the lane that became
+// free first if it is free when this one begins, else a new lane.
 class Lanes {
  public:
   Lanes(View& v, std::uint64_t group, std::string name) : v_(v), group_(group), name_(std::move(name)) {}
@@ -117,7 +118,8 @@ class Lanes {
   std::uint64_t group_;
   std::string name_;
   std::vector<std::uint32_t> tracks_;
-  std::vector<Nanos> free_at_;
+  // (when free, lane index), the earliest free on top.
+  std::priority_queue<std::pair<Nanos, std::size_t>, std::vector<std::pair<Nanos, std::size_t>>, std::greater<>> free_;
 };
 
 // A counter's samples thinned to at most one per `bin` (the last in each, the
