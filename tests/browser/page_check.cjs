@@ -29,6 +29,8 @@ const opt = (name, dflt) => {
 };
 const allowOrigin = opt("--allow-origin", null);
 const screenshot = opt("--screenshot", null);
+// --chart-shot TITLE PNG: a picture of the first chart whose title starts with TITLE.
+const chartShot = args.indexOf("--chart-shot") >= 0 ? args.slice(args.indexOf("--chart-shot") + 1, args.indexOf("--chart-shot") + 3) : null;
 const waitState = opt("--wait-state", null);
 const killRank = opt("--kill-agent", null);
 const thenState = opt("--then-state", null);
@@ -95,6 +97,11 @@ const meets = ([field, op, value]) => {
     for (const c of charts) if (!(c.points > 0)) problems.push("a chart without data: " + c.title);
     const state = await page.evaluate(() => (window.twState ? window.twState() : null));
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
+    if (chartShot) {
+      const box = await page.$(`[data-chart^="${chartShot[0].replace(/"/g, "")}"]`);
+      if (!box) throw new Error("no chart titled " + chartShot[0]);
+      await box.screenshot({ path: chartShot[1] });
+    }
     console.log(JSON.stringify({ url, charts, requests: requests.length, state, problems }, null, 1));
   } catch (e) {
     problems.push(String(e && e.message ? e.message.split("\n")[0] : e));

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <unordered_map>
 
 #include "tensorwire/analysis/compare.hpp"
 #include "tensorwire/analysis/sources.hpp"
@@ -241,6 +243,62 @@ nlohmann::json top_messages(Drawn& d, std::size_t top) {
   return out;
 }
 
+// One iteration as a timeline: the median one of the first process that has
+// iterations; per row (a rank's compute, a connection's or flow's messages, its
+// reads) the slices inside its window, in microseconds from its start. At most
+// 48 rows and 6000 slices.
+nlohmann::json iteration_timeline(const View& v) {
+  std::unordered_map<std::uint64_t, std::size_t> process_of_uuid, track_of_uuid;
+  for (std::size_t i = 0; i < v.processes.size(); ++i) process_of_uuid[v.processes[i].uuid] = i;
+  for (std::size_t i = 0; i < v.tracks.size(); ++i) track_of_uuid[v.tracks[i].uuid] = i;
+  // A track's process and its row name (its group's name for a lane).
+  const auto place = [&](std::size_t t) -> std::pair<std::optional<std::size_t>, std::string> {
+    const Track& k = v.tracks[t];
+    if (const auto p = process_of_uuid.find(k.parent); p != process_of_uuid.end()) return {p->second, k.name};
+    if (const auto g = track_of_uuid.find(k.parent); g != track_of_uuid.end()) {
+      if (const auto p = process_of_uuid.find(v.tracks[g->second].parent); p != process_of_uuid.end()) return {p->second, v.tracks[g->second].name};
+    }
+    return {std::nullopt, k.name};
+  };
+  std::vector<std::pair<Nanos, Nanos>> its;
+  std::optional<std::size_t> owner;
+  for (std::size_t t = 0; t < v.tracks.size() && its.empty(); ++t) {
+    for (const Slice& s : v.tracks[t].slices) {
+      if (v.strings[s.category] == "iteration") its.emplace_back(s.begin, s.end);
+    }
+    if (!its.empty()) owner = place(t).first;
+  }
+  if (its.empty()) return nullptr;
+  std::vector<std::pair<Nanos, Nanos>> by_length = its;
+  std::sort(by_length.begin(), by_length.end(), [](const auto& a, const auto& b) { return a.second - a.first < b.second - b.first; });
+  const auto [lo, hi] = by_length[by_length.size() / 2];
+  std::map<std::pair<std::size_t, std::string>, std::size_t> row_of;
+  nlohmann::json rows = nlohmann::json::array(), items = nlohmann::json::array();
+  std::size_t count = 0;
+  for (std::size_t t = 0; t < v.tracks.size(); ++t) {
+    const auto [proc, name] = place(t);
+    if (!proc || v.tracks[t].kind != TrackKind::slices) continue;
+    for (const Slice& s : v.tracks[t].slices) {
+      const std::string& cat = v.strings[s.category];
+      if (s.end < lo || s.begin > hi || (cat != "compute" && cat != "message" && cat != "stage" && cat != "read")) continue;
+      const std::string row = cat == "compute" ? "compute" : name;
+      auto [it, fresh] = row_of.try_emplace({*proc, row}, row_of.size());
+      if (fresh) {
+        if (row_of.size() > 48) {
+          row_of.erase(it);
+          continue;
+        }
+        rows.push_back(v.processes[*proc].name.substr(0, v.processes[*proc].name.find(" (")) + " · " + row);
+      }
+      if (++count > 6000) break;
+      const auto at = [&](Nanos x) { return static_cast<double>(std::clamp(x, lo, hi) - lo) / 1e3; };
+      items.push_back({it->second, at(s.begin), at(s.end), cat == "stage" ? v.strings[s.name] : cat, v.strings[s.name]});
+    }
+  }
+  (void)owner;
+  return {{"iteration_us", static_cast<double>(hi - lo) / 1e3}, {"rows", rows}, {"items", items}};
+}
+
 nlohmann::json source_json(Source& s, Drawn& d, std::size_t top) {
   nlohmann::json it = nlohmann::json::array();
   for (Nanos x : s.timeline.iteration) it.push_back(x >= 0 ? nlohmann::json(ms(x)) : nlohmann::json(nullptr));
@@ -268,7 +326,8 @@ nlohmann::json source_json(Source& s, Drawn& d, std::size_t top) {
           {"breakdown", s.timed ? breakdown(s) : nlohmann::json(nullptr)},
           {"sizes", sizes(d)},
           {"top_flows", s.timed ? top_flows(s, top) : nlohmann::json::array()},
-          {"top_messages", top_messages(d, top)}};
+          {"top_messages", top_messages(d, top)},
+          {"timeline", iteration_timeline(s.view)}};
 }
 
 }  // namespace

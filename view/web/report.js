@@ -121,6 +121,47 @@
     }
   }
 
+  // One iteration as a timeline.
+  {
+    const s = section("One iteration", "The median iteration of each source as a timeline: per rank its compute, and per connection or flow its messages with their stages (queued in stack, on the wire, awaiting ACK) and the receiver's reads. `tensorwire view` writes every iteration for Perfetto.");
+    const kinds = { compute: "#2a9d6f", message: "#9fb9e8", "queued in stack": "#c9a227", "on the wire": "#2f6fdd", "awaiting ACK": "#9b59b6", read: "#e0603a" };
+    for (const x of sources) {
+      const t = x.timeline;
+      const box = chartBox(s, x.label + ": one iteration" + (t ? " (" + fmt(t.iteration_us / 1e3) + " ms)" : ""), t ? t.items.length : 0);
+      if (!t) { box.appendChild(el("p", { class: "note", text: "no iterations" })); continue; }
+      box.appendChild(el("div", { class: "legend" }, ...Object.entries(kinds).map(([n, c]) => el("span", {}, el("i", { style: "background:" + c }), document.createTextNode(n)))));
+      const label = 230, rowH = 16, w = Math.max(480, Math.floor(box.getBoundingClientRect().width) - 24);
+      const canvas = el("canvas");
+      const dpr = window.devicePixelRatio || 1;
+      const h = t.rows.length * rowH + 24;
+      canvas.width = w * dpr; canvas.height = h * dpr;
+      canvas.style.width = w + "px"; canvas.style.height = h + "px";
+      box.appendChild(canvas);
+      const g = canvas.getContext("2d");
+      g.scale(dpr, dpr);
+      g.font = "11px system-ui, sans-serif";
+      const span = Math.max(t.iteration_us, 1e-3), plot = w - label - 8;
+      const xAt = (us) => label + (us / span) * plot;
+      t.rows.forEach((r, i) => {
+        g.fillStyle = i % 2 ? "#ffffff" : "#f5f7fa";
+        g.fillRect(0, i * rowH, w, rowH);
+        g.fillStyle = "#1d2430";
+        g.fillText(r.length > 38 ? r.slice(0, 37) + "…" : r, 4, i * rowH + 12);
+      });
+      for (const [row, b, e, kind] of t.items) {
+        const isStage = kind !== "compute" && kind !== "message" && kind !== "read";
+        g.fillStyle = kinds[kind] || "#888";
+        const y = row * rowH + (isStage ? 5 : 2), hh = isStage ? 7 : rowH - 4;
+        g.fillRect(xAt(b), y, Math.max(1, xAt(e) - xAt(b)), hh);
+      }
+      g.fillStyle = "#5b6575";
+      for (let k = 0; k <= 4; k++) {
+        const us = (span * k) / 4;
+        g.fillText(fmt(us / 1e3) + " ms", Math.min(xAt(us), w - 50), t.rows.length * rowH + 16);
+      }
+    }
+  }
+
   // Time breakdown per rank.
   {
     const s = section("Where each rank's time went", "Mean per iteration: computing, sending (a message of its own in flight, to its arrival, not counted while computing), and neither (waiting for data or for the others).");
