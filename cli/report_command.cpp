@@ -23,8 +23,8 @@ int report_command(const ReportArgs& a) {
   write_file_atomic(a.out, text);
   std::size_t messages = 0;
   for (const auto& s : data["sources"]) messages += s.value("messages", std::size_t{0});
-  fmt::print(stderr, "tensorwire report: {} source{}, {} messages, in {} ({} KiB; it fetches nothing: open it anywhere)\n", data["sources"].size(),
-             data["sources"].size() == 1 ? "" : "s", messages, a.out, text.size() / 1024);
+  fmt::print(stderr, "tensorwire report: {} source{}, {} messages, in {} ({} KiB{})\n", data["sources"].size(), data["sources"].size() == 1 ? "" : "s",
+             messages, a.out, text.size() / 1024, a.json ? "" : "; it fetches nothing: open it anywhere");
   return 0;
 }
 

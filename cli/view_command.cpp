@@ -88,7 +88,9 @@ int view_command(const ViewArgs& a) {
              counts.messages, counts.receipts, counts.compute, counts.iterations, a.against.empty() ? "" : " (and the source against it)",
              v.flows.size(), v.sample_count(), a.out, human_bytes(bytes));
   if (v.unlinked) {
-    fmt::print(stderr, "{} flows not drawn: their end came before their start, by up to {} (the hosts' clocks differ by up to their bound)\n",
+    fmt::print(stderr,
+               "{} flows not drawn: their end came before their start, by up to {} (two hosts' clocks differ by up to their "
+               "bound, and an agent that does not spin sets its timers early by its usual wake-up delay)\n",
                v.unlinked, human_duration(v.unlinked_by));
   }
   fmt::print(stderr, "open it in ui.perfetto.dev{}\n", format == "json" ? " or chrome://tracing" : "");

@@ -20,6 +20,9 @@ packages=(
   prometheus
   # the timelines' protobuf files are decoded against Perfetto's definitions
   protobuf-compiler python3-protobuf
+  # the report and the dashboard are tested in a real browser (driven by
+  # playwright-core from npm, with this Chromium)
+  chromium
   # the real training jobs the capture is tested on (examples/)
   python3-torch python3-torchvision
   # a second transport for the capture tests (examples/ps/train_zmq.py); setpriv
@@ -28,6 +31,12 @@ packages=(
   # the MPI job (examples/mpi/train_mpi.py): mpi4py over OpenMPI's TCP transport
   python3-mpi4py openmpi-bin
 )
+
+# npm brings uPlot into the report at build time, and playwright-core for the
+# browser tests: Debian's nodejs and npm, unless a Node.js with its npm is there
+# already (another distribution's nodejs package bundles npm, and conflicts with
+# Debian's).
+command -v npm > /dev/null 2>&1 || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do

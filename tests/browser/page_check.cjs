@@ -36,21 +36,24 @@ const killRank = opt("--kill-agent", null);
 const thenState = opt("--then-state", null);
 const timeout = Number(opt("--timeout-ms", "30000"));
 
-// "field>=N", "field<=N", "field=V", "field!=V" -> [field, op, value].
-const parseCond = (c) => {
-  const m = /^([a-z_]+)(>=|<=|!=|=)(.*)$/.exec(c);
-  if (!m) throw new Error("not a condition: " + c);
+// "field>=N", "field<=N", "field=V", "field!=V", several joined by "," (all must
+// hold) -> [[field, op, value], ...].
+const parseCond = (c) => c.split(",").map((one) => {
+  const m = /^([a-z_]+)(>=|<=|!=|=)(.*)$/.exec(one);
+  if (!m) throw new Error("not a condition: " + one);
   return [m[1], m[2], m[3]];
-};
-// Runs in the page (a function, so no eval): whether twState() meets the condition.
-const meets = ([field, op, value]) => {
+});
+// Runs in the page (a function, so no eval): whether twState() meets them all.
+const meets = (conds) => {
   const s = window.twState ? window.twState() : null;
   if (!s) return false;
-  const v = s[field];
-  if (op === ">=") return Number(v) >= Number(value);
-  if (op === "<=") return Number(v) <= Number(value);
-  if (op === "=") return String(v) === value;
-  return String(v) !== value;
+  return conds.every(([field, op, value]) => {
+    const v = s[field];
+    if (op === ">=") return Number(v) >= Number(value);
+    if (op === "<=") return Number(v) <= Number(value);
+    if (op === "=") return String(v) === value;
+    return String(v) !== value;
+  });
 };
 
 (async () => {
@@ -72,6 +75,13 @@ const meets = ([field, op, value]) => {
     page.on("console", (m) => { if (m.type() === "error") problems.push("console error: " + m.text()); });
     page.on("pageerror", (e) => problems.push("script error: " + e.message));
     page.on("requestfailed", (r) => problems.push("request failed: " + r.url()));
+    // WebSockets are not requests to playwright: checked apart.
+    page.on("websocket", (w) => {
+      const u = w.url();
+      requests.push(u);
+      const http = u.replace(/^ws/, "http");
+      if (!(allowOrigin && http.startsWith(allowOrigin + "/"))) problems.push("a WebSocket beyond its own server: " + u.split("?")[0]);
+    });
     page.on("request", (r) => {
       const u = r.url();
       requests.push(u);

@@ -37,7 +37,11 @@ assert a["kind"] == b["kind"] == "run" and b["label"] == "run (against)", (a["la
 assert len(a["iterations_ms"]) == 12 and all(x > 0 for x in a["iterations_ms"]), a["iterations_ms"]
 assert a["messages"] == sum(f["messages"] for f in rates["flows"]), (a["messages"], rates)
 assert a["bytes"] > 0 and len(a["heatmap"]["labels"]) == 3
-assert data["comparison"] is None or data["comparison"]["iterations"] == 12
+# Against another run of the same profile: compare's figures are in the report.
+assert data["comparison"] and data["comparison"]["iterations"] == 12, data["comparison"]
+# Every flow of the run in the heatmap (3 ranks in a ring: 3 pairs), each with a rate.
+assert sum(v > 0 for row in a["heatmap"]["gbps"] for v in row) == len(rates["flows"]) == 3, (a["heatmap"], rates["flows"])
+assert a["timeline"] and a["timeline"]["items"] and 0 < a["timeline"]["iteration_us"] < 1e6
 PY
 }
 check "report: loads in Chromium with no error, fetches nothing, every chart has data, numbers are the run's" report_in_browser
@@ -57,8 +61,9 @@ dashboard_live() {
   # Readable by its owner only; the printed line names the file, not the token.
   [ "$(stat -c %a live/dashboard.url)" = 600 ] || { kill $pid; return 1; }
   ! grep -q "${url#*#token=}" live.err || { echo "the token was printed"; kill $pid; return 1; }
-  $PAGE "$url" --allow-origin "${url%/dashboard*}" --wait-state "iterations>=3" --kill-agent 1 --then-state "failed_agents>=1" \
-    > dash.json || { cat dash.json; kill $pid; return 1; }
+  # Until the end: the run failed, and the controller closed the feed after its last status.
+  $PAGE "$url" --allow-origin "${url%/dashboard*}" --wait-state "iterations>=3" --kill-agent 1 \
+    --then-state "failed_agents>=1,state=failed,closed=true" > dash.json || { cat dash.json; kill $pid; return 1; }
   wait $pid
   [ ! -e live/dashboard.url ] || { echo "the address file outlived the run"; return 1; }
   $PY - <<'PY'
@@ -69,7 +74,7 @@ titles = {c["title"]: c["points"] for c in d["charts"]}
 assert titles["iteration time"] >= 3 and titles["links"] >= 3 and titles["agents"] == 3, titles
 killed = [a for a in s["agents"] if a["rank"] == 1]
 assert killed and killed[0]["error"], s["agents"]  # the killed agent is shown as failed
-assert s["state"] in ("stopping", "failed", "collecting"), s["state"]
+assert s["state"] == "failed" and s["closed"], s
 PY
 }
 check "dashboard: live in Chromium, only its own server, iterations drawn as they complete, a killed agent shown" dashboard_live

@@ -164,13 +164,14 @@ dashboard_page() {
   take_port
   p=$next_port
   "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --token $tok --iterations 5 --out rd --quiet --dashboard > rd.txt 2> rd.err &
-  local ctl=$!
-  sleep 0.5
+  local ctl=$! i
+  for i in $(seq 100); do [ -s rd/dashboard.url ] && break; sleep 0.1; done
   [ "$(stat -c %a rd/dashboard.url)" = 600 ] && grep -q "^http://127.0.0.1:$p/dashboard#token=$tok$" rd/dashboard.url || { cat rd.err; return 1; }
   curl -s -D page.h http://127.0.0.1:$p/dashboard > page.html || return 1
   grep -qi '^content-type: text/html' page.h && grep -qi '^cache-control: no-store' page.h && grep -q "connect-src 'self'" page.html || return 1
   ! grep -q "$tok" page.html || { echo "the page holds the token"; return 1; }
-  [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$p/dashboard/../api/runs)" = 401 ] || return 1
+  [ "$(curl -s --path-as-is -o /dev/null -w '%{http_code}' http://127.0.0.1:$p/dashboard/../api/runs)" = 401 ] || return 1
+  [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$p/dashboard/x)" = 401 ] || return 1
   [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:$p/dashboard)" = 401 ] || return 1
   TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet &
   local a1=$!
@@ -182,7 +183,7 @@ dashboard_page() {
   p=$next_port
   "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --token $tok --iterations 5 --out rn --quiet > rn.txt 2> rn.err &
   ctl=$!
-  sleep 0.5
+  for i in $(seq 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$p/api/runs)" = 401 ] && break; sleep 0.1; done
   [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$p/dashboard)" = 401 ] || return 1
   TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet &
   a1=$!

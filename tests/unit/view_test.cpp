@@ -215,16 +215,24 @@ namespace tw::view {
 namespace {
 
 TEST(Report, ThePageHoldsEverythingAndTheDataCannotEndItsScript) {
-  const nlohmann::json data = {{"sources", {{{"path", "runs/</script><script>alert(1)</script>"}, {"label", "run"}}}}, {"generated", "now"}};
+  // Names come from files: a closing tag, an HTML comment opener (which would
+  // swallow the rest of the page into the data), a placeholder.
+  const nlohmann::json data = {{"sources", {{{"path", "runs/</script><script>alert(1)</script> @DATA@"}, {"label", "<!--<script>"}}}},
+                               {"generated", "now"}};
   const std::string page = report_html(data);
-  for (const char* mark : {"@DATA@", "@UPLOT_JS@", "@REPORT_JS@", "@UPLOT_CSS@", "@REPORT_CSS@", "@TITLE@"}) {
+  // (The data's own "@DATA@" stays as it is.)
+  for (const char* mark : {"@UPLOT_JS@", "@REPORT_JS@", "@UPLOT_CSS@", "@REPORT_CSS@", "@TITLE@"}) {
     EXPECT_EQ(page.find(mark), std::string::npos) << mark;
   }
-  // Only the page's own script elements close: the data's "</" is written "<\/".
+  // Only the page's own script elements close, and no comment opens: the data's
+  // "<", ">" and "&" are \u escapes.
   std::size_t closes = 0;
   for (std::size_t at = page.find("</script>"); at != std::string::npos; at = page.find("</script>", at + 1)) ++closes;
   EXPECT_EQ(closes, 3u);
-  EXPECT_NE(page.find("<\\/script>"), std::string::npos);
+  EXPECT_EQ(page.find("<!--<script>"), std::string::npos);
+  EXPECT_NE(page.find("\\u003c!--\\u003cscript\\u003e"), std::string::npos);
+  // The placeholder in the data is not filled again: the data appears once.
+  EXPECT_EQ(page.find("\"generated\":\"now\""), page.rfind("\"generated\":\"now\""));
   // The title is escaped, uPlot is inline, and nothing is fetched.
   EXPECT_NE(page.find("&lt;/script&gt;"), std::string::npos);
   EXPECT_NE(page.find("uPlot"), std::string::npos);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <optional>
 #include <unordered_map>
 
@@ -125,21 +126,72 @@ std::string rank_label(const Source& s, std::size_t r) {
 }
 
 nlohmann::json heatmap(const Source& s) {
+  // Per sender and receiver: the bytes of its flows over the time they were
+  // busy (summed, so a pair of several flows gets their busy-time-weighted rate).
+  // -1: no flow; -2: bytes but no measured busy time (a rate cannot be told).
   const std::size_t n = s.profile.ranks.size();
   nlohmann::json labels = nlohmann::json::array(), gbps = nlohmann::json::array();
   for (std::size_t r = 0; r < n; ++r) labels.push_back(rank_label(s, r));
-  std::vector<std::vector<double>> m(n, std::vector<double>(n, -1));
+  std::vector<std::vector<double>> bytes(n, std::vector<double>(n, 0)), busy = bytes;
+  std::vector<std::vector<bool>> any(n, std::vector<bool>(n, false));
   for (std::size_t f = 0; f < s.profile.flows.size(); ++f) {
     const Flow& fl = s.profile.flows[f];
-    const double bps = flow_rate_bps(s.timeline, static_cast<FlowIndex>(f));
-    if (fl.src < n && fl.dst < n && bps > 0) m[fl.src][fl.dst] = std::max(m[fl.src][fl.dst], 0.0) + bps / 1e9;
+    if (fl.src >= n || fl.dst >= n) continue;
+    any[fl.src][fl.dst] = true;
+    if (f < s.timeline.flow_bytes.size()) bytes[fl.src][fl.dst] += static_cast<double>(s.timeline.flow_bytes[f]);
+    if (f < s.timeline.flow_busy.size()) busy[fl.src][fl.dst] += static_cast<double>(s.timeline.flow_busy[f]);
   }
-  for (const auto& row : m) gbps.push_back(row);
+  for (std::size_t a = 0; a < n; ++a) {
+    nlohmann::json row = nlohmann::json::array();
+    for (std::size_t b = 0; b < n; ++b) {
+      row.push_back(!any[a][b] ? -1.0 : busy[a][b] > 0 ? bytes[a][b] * 8 / busy[a][b] : -2.0);  // bits per ns = Gb/s
+    }
+    gbps.push_back(row);
+  }
   return {{"labels", labels}, {"gbps", gbps}};
 }
 
 // Per rank, mean per iteration: computing, sending (a message of its own in
 // flight, to its arrival), and neither (waiting for data or for the others).
+// Intervals merged into disjoint ones, by start.
+std::vector<std::pair<Nanos, Nanos>> merged(std::vector<std::pair<Nanos, Nanos>> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<Nanos, Nanos>> out;
+  for (const auto& x : v) {
+    if (!out.empty() && x.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, x.second);
+    } else {
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+Nanos length(const std::vector<std::pair<Nanos, Nanos>>& v) {
+  Nanos n = 0;
+  for (const auto& [b, e] : v) n += e - b;
+  return n;
+}
+
+// The time of `a` not inside `b` (both merged).
+Nanos outside(const std::vector<std::pair<Nanos, Nanos>>& a, const std::vector<std::pair<Nanos, Nanos>>& b) {
+  Nanos n = 0;
+  std::size_t j = 0;
+  for (const auto& [ab, ae] : a) {
+    Nanos cur = ab;
+    while (j < b.size() && b[j].second <= cur) ++j;
+    for (std::size_t k = j; k < b.size() && b[k].first < ae; ++k) {
+      if (b[k].first > cur) n += b[k].first - cur;
+      cur = std::max(cur, b[k].second);
+    }
+    if (cur < ae) n += ae - cur;
+  }
+  return n;
+}
+
+// Per rank, mean per iteration: computing (its compute ops, merged), sending (a
+// message of its own in flight, from its start to its arrival, while not
+// computing), and neither (waiting for data or for the others).
 nlohmann::json breakdown(const Source& s) {
   const Profile& p = s.profile;
   const Timeline& t = s.timeline;
@@ -147,13 +199,12 @@ nlohmann::json breakdown(const Source& s) {
   std::vector<double> compute(n, 0), sending(n, 0), rank_time(n, 0);
   std::vector<std::size_t> counted(n, 0);
   for (std::size_t i = 0; i < iters && !t.ops.empty(); ++i) {
-    std::vector<std::vector<std::pair<Nanos, Nanos>>> sends(n);
-    std::vector<Nanos> busy(n, 0);
+    std::vector<std::vector<std::pair<Nanos, Nanos>>> sends(n), busy(n);
     for (std::size_t op = 0; op < p.ops.size() && op < t.ops.size(); ++op) {
       const Instance& in = t.ops[op][i];
       if (in.start < 0 || in.end < in.start) continue;
       if (p.ops[op].type == OpType::compute) {
-        busy[p.ops[op].rank] += in.end - in.start;
+        busy[p.ops[op].rank].emplace_back(in.start, in.end);
       } else {
         sends[p.flows[p.ops[op].flow].src].emplace_back(in.start, in.end);
       }
@@ -161,20 +212,11 @@ nlohmann::json breakdown(const Source& s) {
     for (std::size_t r = 0; r < n; ++r) {
       const Nanos it = !t.rank_iteration.empty() && t.rank_iteration[r][i] >= 0 ? t.rank_iteration[r][i] : t.iteration[i];
       if (it <= 0) continue;
-      auto& v = sends[r];
-      std::sort(v.begin(), v.end());
-      Nanos covered = 0, b = 0, e = -1;
-      for (const auto& [x, y] : v) {
-        if (e < 0 || x > e) {
-          covered += e >= 0 ? e - b : 0;
-          b = x, e = y;
-        } else {
-          e = std::max(e, y);
-        }
-      }
-      covered += e >= 0 ? e - b : 0;
-      compute[r] += ms(busy[r]);
-      sending[r] += ms(std::min(covered, it - std::min(busy[r], it)));
+      const auto c = merged(std::move(busy[r]));
+      const Nanos computing = std::min(length(c), it);
+      const Nanos sending_only = std::min(outside(merged(std::move(sends[r])), c), it - computing);
+      compute[r] += ms(computing);
+      sending[r] += ms(sending_only);
       rank_time[r] += ms(it);
       ++counted[r];
     }
@@ -235,9 +277,12 @@ nlohmann::json top_flows(const Source& s, std::size_t top) {
 
 nlohmann::json top_messages(Drawn& d, std::size_t top) {
   std::stable_sort(d.messages.begin(), d.messages.end(), [](const auto& a, const auto& b) { return a.e2e_us > b.e2e_us; });
+  // Where messages have iterations, those outside them (set-up, other traffic) are not the job's.
+  const bool numbered = std::any_of(d.messages.begin(), d.messages.end(), [](const auto& m) { return m.iteration >= 0; });
   nlohmann::json out = nlohmann::json::array();
-  for (std::size_t i = 0; i < d.messages.size() && i < top; ++i) {
+  for (std::size_t i = 0; i < d.messages.size() && out.size() < top; ++i) {
     const auto& m = d.messages[i];
+    if (numbered && m.iteration < 0) continue;
     out.push_back({{"message", m.name}, {"on", m.track}, {"iteration", m.iteration}, {"bytes", m.bytes}, {"end_to_end_us", m.e2e_us}});
   }
   return out;
@@ -260,18 +305,32 @@ nlohmann::json iteration_timeline(const View& v) {
     }
     return {std::nullopt, k.name};
   };
-  std::vector<std::pair<Nanos, Nanos>> its;
-  std::optional<std::size_t> owner;
-  for (std::size_t t = 0; t < v.tracks.size() && its.empty(); ++t) {
-    for (const Slice& s : v.tracks[t].slices) {
-      if (v.strings[s.category] == "iteration") its.emplace_back(s.begin, s.end);
+  // Iteration N from its first start on any rank to the first start of N + 1
+  // (its compute and waits included, not only its traffic); the median such.
+  std::map<std::int64_t, Nanos> start;
+  for (const Track& k : v.tracks) {
+    for (const Slice& s : k.slices) {
+      if (v.strings[s.category] != "iteration") continue;
+      for (std::uint32_t a = s.args; a < s.args + s.nargs; ++a) {
+        if (v.strings[v.args[a].key] != "iteration") continue;
+        auto [it, fresh] = start.try_emplace(v.args[a].value, s.begin);
+        if (!fresh) it->second = std::min(it->second, s.begin);
+      }
     }
-    if (!its.empty()) owner = place(t).first;
   }
-  if (its.empty()) return nullptr;
-  std::vector<std::pair<Nanos, Nanos>> by_length = its;
-  std::sort(by_length.begin(), by_length.end(), [](const auto& a, const auto& b) { return a.second - a.first < b.second - b.first; });
-  const auto [lo, hi] = by_length[by_length.size() / 2];
+  std::vector<std::tuple<Nanos, std::int64_t, Nanos>> spans;  // length, number, start
+  for (auto it = start.begin(); it != start.end(); ++it) {
+    const auto next = std::next(it);
+    if (next != start.end() && next->first == it->first + 1 && next->second > it->second) {
+      spans.emplace_back(next->second - it->second, it->first, it->second);
+    }
+  }
+  if (spans.empty()) return nullptr;
+  std::sort(spans.begin(), spans.end());
+  // (Plain variables, not a structured binding: lambdas below capture them.)
+  const Nanos length = std::get<0>(spans[spans.size() / 2]), lo = std::get<2>(spans[spans.size() / 2]);
+  const std::int64_t number = std::get<1>(spans[spans.size() / 2]);
+  const Nanos hi = lo + length;
   std::map<std::pair<std::size_t, std::string>, std::size_t> row_of;
   nlohmann::json rows = nlohmann::json::array(), items = nlohmann::json::array();
   std::size_t count = 0;
@@ -295,8 +354,7 @@ nlohmann::json iteration_timeline(const View& v) {
       items.push_back({it->second, at(s.begin), at(s.end), cat == "stage" ? v.strings[s.name] : cat, v.strings[s.name]});
     }
   }
-  (void)owner;
-  return {{"iteration_us", static_cast<double>(hi - lo) / 1e3}, {"rows", rows}, {"items", items}};
+  return {{"iteration", number}, {"iteration_us", static_cast<double>(hi - lo) / 1e3}, {"rows", rows}, {"items", items}};
 }
 
 nlohmann::json source_json(Source& s, Drawn& d, std::size_t top) {
@@ -307,8 +365,9 @@ nlohmann::json source_json(Source& s, Drawn& d, std::size_t top) {
     if (x >= 0) known.push_back(ms(x));
   }
   std::sort(known.begin(), known.end());
+  // Every message drawn (a capture's other traffic too), as the message count.
   Bytes bytes = 0;
-  for (Bytes b : s.timeline.flow_bytes) bytes += b;
+  for (const auto& m : d.messages) bytes += m.bytes > 0 ? static_cast<Bytes>(m.bytes) : 0;
   nlohmann::json stages = nlohmann::json::object();
   for (auto& [name, v] : d.stages) stages[name] = quantiles(v);
   return {{"label", s.label},

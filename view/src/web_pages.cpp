@@ -1,14 +1,50 @@
 #include "tensorwire/view/web_pages.hpp"
 
+#include <map>
+
 #include "web_assets.hpp"
 
 namespace tw::web {
 namespace {
 
-// Replaces every @KEY@ of `page` with `text`.
-void fill(std::string& page, const std::string& key, const std::string& text) {
-  const std::string mark = "@" + key + "@";
-  for (std::size_t at = page.find(mark); at != std::string::npos; at = page.find(mark, at + text.size())) page.replace(at, mark.size(), text);
+// The template with each @KEY@ replaced by its text, in one pass over the
+// template only: nothing inserted is read again for placeholders.
+std::string fill(const std::string& page, const std::map<std::string, std::string>& values) {
+  std::string out;
+  out.reserve(page.size());
+  std::size_t at = 0;
+  while (at < page.size()) {
+    const std::size_t open = page.find('@', at);
+    if (open == std::string::npos) break;
+    const std::size_t close = page.find('@', open + 1);
+    const auto v = close == std::string::npos ? values.end() : values.find(page.substr(open + 1, close - open - 1));
+    if (v == values.end()) {
+      out.append(page, at, open + 1 - at);
+      at = open + 1;
+      continue;
+    }
+    out.append(page, at, open - at);
+    out += v->second;
+    at = close + 1;
+  }
+  out.append(page, at, std::string::npos);
+  return out;
+}
+
+// JSON inside a <script> element: "<", ">" and "&" as \u escapes, so that no
+// "</script>" or "<!--" in the data can end or hide the element.
+std::string script_json(const std::string& json) {
+  std::string out;
+  out.reserve(json.size());
+  for (const char c : json) {
+    switch (c) {
+      case '<': out += "\\u003c"; break;
+      case '>': out += "\\u003e"; break;
+      case '&': out += "\\u0026"; break;
+      default: out += c;
+    }
+  }
+  return out;
 }
 
 std::string html_text(const std::string& s) {
@@ -28,27 +64,19 @@ std::string html_text(const std::string& s) {
 }  // namespace
 
 std::string report_page(const std::string& json, const std::string& title) {
-  std::string page = view::web::kReportHtml;
-  // Inside a <script> element, "</" could end it early: JSON allows "<\/".
-  std::string data = json;
-  for (std::size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at + 3)) data.replace(at, 2, "<\\/");
-  // The data goes in last: nothing in it is taken for a placeholder.
-  fill(page, "TITLE", html_text(title));
-  fill(page, "UPLOT_CSS", view::web::kUplotCss);
-  fill(page, "REPORT_CSS", view::web::kReportCss);
-  fill(page, "UPLOT_JS", view::web::kUplotJs);
-  fill(page, "REPORT_JS", view::web::kReportJs);
-  fill(page, "DATA", data);
-  return page;
+  return fill(view::web::kReportHtml, {{"TITLE", html_text(title)},
+                                       {"UPLOT_CSS", view::web::kUplotCss},
+                                       {"REPORT_CSS", view::web::kReportCss},
+                                       {"UPLOT_JS", view::web::kUplotJs},
+                                       {"REPORT_JS", view::web::kReportJs},
+                                       {"DATA", script_json(json)}});
 }
 
 std::string dashboard_page() {
-  std::string page = view::web::kDashboardHtml;
-  fill(page, "UPLOT_CSS", view::web::kUplotCss);
-  fill(page, "REPORT_CSS", view::web::kReportCss);
-  fill(page, "UPLOT_JS", view::web::kUplotJs);
-  fill(page, "DASHBOARD_JS", view::web::kDashboardJs);
-  return page;
+  return fill(view::web::kDashboardHtml, {{"UPLOT_CSS", view::web::kUplotCss},
+                                          {"REPORT_CSS", view::web::kReportCss},
+                                          {"UPLOT_JS", view::web::kUplotJs},
+                                          {"DASHBOARD_JS", view::web::kDashboardJs}});
 }
 
 }  // namespace tw::web

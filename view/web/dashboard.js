@@ -9,9 +9,15 @@
   const key = "tw-token";
   let token = sessionStorage.getItem(key) || "";
   const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  let badToken = false;
   if (m) {
-    token = decodeURIComponent(m[1]);
-    sessionStorage.setItem(key, token);
+    try {
+      token = decodeURIComponent(m[1]);
+      sessionStorage.setItem(key, token);
+    } catch (e) {
+      badToken = true;  // not %-encoded properly: refused below, like none
+      token = "";
+    }
     history.replaceState(null, "", location.pathname);
   }
   const main = document.getElementById("dashboard");
@@ -164,8 +170,9 @@
   setInterval(poll, 1000);
 
   if (!token) {
-    state.state = "no token: open the address tensorwire run printed, with its #token=...";
+    state.state = (badToken ? "the address's token is malformed" : "no token") + ": open the address tensorwire run printed, with its #token=...";
     drawStatus();
+    document.body.setAttribute("data-ready", "1");
     return;
   }
   const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/api/feed?token=" + encodeURIComponent(token));
@@ -175,7 +182,17 @@
     if (msg.type === "status") onStatus(msg.run);
     else if (msg.type === "progress") onProgress(msg);
   };
-  ws.onclose = () => { state.ws = false; state.closed = true; drawStatus(); };
+  let opened = false;
+  ws.addEventListener("open", () => { opened = true; });
+  ws.onclose = () => {
+    state.ws = false;
+    state.closed = true;
+    // Closed before it opened: the controller refused the token (or is gone).
+    if (!opened) state.state = "the controller refused the token, or is not there";
+    // Nothing flows any more: the rates shown are the last ones.
+    linkBox.querySelector("h3").textContent = "sender (rows) to receiver (columns), Gb/s: the last second before the feed closed";
+    drawStatus();
+  };
   drawStatus();
   drawAgents();
   drawLinks();

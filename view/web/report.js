@@ -78,15 +78,17 @@
     s.appendChild(grid);
     for (const x of sources) {
       const h = x.heatmap;
-      const cells = h ? h.gbps.flat().filter((v) => v >= 0).length : 0;
+      const cells = h ? h.gbps.flat().filter((v) => v !== -1).length : 0;
       const box = chartBox(grid, x.label + ": sender (rows) to receiver (columns)", cells);
       if (!h) { box.appendChild(el("p", { class: "note", text: "no timings" })); continue; }
       const max = Math.max(1e-9, ...h.gbps.flat());
+      // -1: no flow between them; -2: bytes, but no busy time to divide them by.
       const t = el("table", { class: "heat" });
       t.appendChild(el("tr", {}, el("th", { text: "from \\ to" }), ...h.labels.map((l) => el("th", { text: l }))));
       h.gbps.forEach((row, i) => {
         t.appendChild(el("tr", {}, el("th", { text: h.labels[i] }), ...row.map((v) => {
-          if (v < 0) return el("td", { class: "cell none", text: "·" });
+          if (v === -1) return el("td", { class: "cell none", text: "·" });
+          if (v < 0) return el("td", { class: "cell none", text: "?", title: "bytes sent, but no time measured to divide them by" });
           const a = 0.12 + 0.88 * (v / max);
           return el("td", { class: "cell", text: fmt(v, 2), style: "background: rgba(47,111,221," + a.toFixed(2) + "); color: " + (a > 0.6 ? "#fff" : "#1d2430") });
         })));
@@ -97,12 +99,12 @@
 
   // Stage latency CDFs.
   {
-    const s = section("Message stages", "Distribution of each stage of a message: queued in the local stack, on the wire (first to last byte), awaiting the ACK, and end to end (the sender's start to the receiver's last read). Log scale.");
+    const s = section("Message stages", "Distribution of each stage of a message: queued in the local stack, on the wire (first to last byte), awaiting the ACK, and end to end (the sender's start to the receiver's last read). Log scale: a stage of no measurable length (a message in one segment is on the wire for no time) is drawn at 1 ns.");
     const grid = el("div", { class: "grid" });
     s.appendChild(grid);
     const names = ["queued in stack", "on the wire", "awaiting ACK", "end to end"];
     for (const name of names) {
-      const per = sources.map((x) => (x.stages_us[name] || []).filter((v) => v > 0));
+      const per = sources.map((x) => (x.stages_us[name] || []).map((v) => Math.max(v, 0.001)));
       const total = per.reduce((a, v) => a + v.length, 0);
       const box = chartBox(grid, name + " (us): fraction of messages at or below", total);
       if (total === 0) { box.appendChild(el("p", { class: "note", text: "not measured in these sources (no wire tap or transmit timestamps)" })); continue; }
@@ -123,11 +125,11 @@
 
   // One iteration as a timeline.
   {
-    const s = section("One iteration", "The median iteration of each source as a timeline: per rank its compute, and per connection or flow its messages with their stages (queued in stack, on the wire, awaiting ACK) and the receiver's reads. `tensorwire view` writes every iteration for Perfetto.");
+    const s = section("One iteration", "The median iteration of each source (from its first start on any rank to the next one's) as a timeline: per rank its compute, and per connection or flow its messages with their stages (queued in stack, on the wire, awaiting ACK) and the receiver's reads. `tensorwire view` writes every iteration for Perfetto.");
     const kinds = { compute: "#2a9d6f", message: "#9fb9e8", "queued in stack": "#c9a227", "on the wire": "#2f6fdd", "awaiting ACK": "#9b59b6", read: "#e0603a" };
     for (const x of sources) {
       const t = x.timeline;
-      const box = chartBox(s, x.label + ": one iteration" + (t ? " (" + fmt(t.iteration_us / 1e3) + " ms)" : ""), t ? t.items.length : 0);
+      const box = chartBox(s, x.label + ": one iteration" + (t ? " (iteration " + t.iteration + ", " + fmt(t.iteration_us / 1e3) + " ms)" : ""), t ? t.items.length : 0);
       if (!t) { box.appendChild(el("p", { class: "note", text: "no iterations" })); continue; }
       box.appendChild(el("div", { class: "legend" }, ...Object.entries(kinds).map(([n, c]) => el("span", {}, el("i", { style: "background:" + c }), document.createTextNode(n)))));
       const label = 230, rowH = 16, w = Math.max(480, Math.floor(box.getBoundingClientRect().width) - 24);
@@ -164,7 +166,7 @@
 
   // Time breakdown per rank.
   {
-    const s = section("Where each rank's time went", "Mean per iteration: computing, sending (a message of its own in flight, to its arrival, not counted while computing), and neither (waiting for data or for the others).");
+    const s = section("Where each rank's time went", "Mean per iteration: computing (its compute ops, overlaps counted once), sending (a message of its own in flight, from its start to its arrival, while not computing), and neither (waiting for data or for the others).");
     const parts = [["compute_ms", "compute", colors[2]], ["sending_ms", "sending", colors[0]], ["waiting_ms", "waiting", colors[1]]];
     const grid = el("div", { class: "grid" });
     s.appendChild(grid);

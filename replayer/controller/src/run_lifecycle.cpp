@@ -505,7 +505,8 @@ class RunLifecycle final : public Session::Handler {
         s->close();
       }
     }
-    for (const auto& s : feeds_) s->close();
+    // Feeds too: the final status just queued reaches the dashboards before the close.
+    for (const auto& s : feeds_) s->finish();
     notifier_.notify();
   }
 
