@@ -36,8 +36,9 @@ void add_report_command(CLI::App& app, Action& action) {
   c->footer(
       "  tensorwire report CAPTURE_DIR... | RUN_DIR | PROFILE.yaml [--against ORIGINAL...] -o report.html\n"
       "Plots: per-iteration time (against the original's), throughput between ranks, the latency of each\n"
-      "message stage (queued in the stack, on the wire, awaiting the ACK, end to end), where each rank's time\n"
-      "went (compute, sending, waiting), message sizes, the top flows and slowest messages. A run against\n"
+      "message stage (queued in the stack, on the wire, awaiting the ACK, end to end), one iteration as a\n"
+      "timeline, where each rank's time went (compute, sending, waiting), message sizes, the top flows and\n"
+      "slowest messages. A run against\n"
       "what it replayed has compare's figures too. The file holds its scripts and data: it is readable\n"
       "offline and fetches nothing. docs/report.md says how each figure is computed.");
   c->add_option("sources", a->options.sources, "Capture directories (one per host), a run directory, or a built profile")->required();

@@ -113,7 +113,8 @@ void add_view_command(CLI::App& app, Action& action) {
       "Open the file in ui.perfetto.dev (it stays on your machine). docs/view.md says what each track shows.");
   c->add_option("sources", a->sources, "Capture directories (one per host), a run directory, or a built profile")->required();
   c->add_option("-o,--out", a->out, "Timeline to write (.pftrace: Perfetto protobuf; .json: trace-event JSON)")->required();
-  c->add_option("--against", a->against, "A second source (the original of a run: its capture directories, or its profile) drawn beside it, aligned at its start");
+  c->add_option("--against", a->against, "A second source (the original of a run: its capture directories, or its profile) drawn beside it, its first "
+                "iteration lined up with the source's (a capture's: the first its profile used)");
   c->add_option("--iterations", a->iterations, "A:B: only iterations A to B-1");
   c->add_option("--ranks", a->ranks, "R,R,...: only these ranks");
   c->add_option("--flows", a->flows, "S-D,...: only the messages from rank S to rank D");
