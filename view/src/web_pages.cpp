@@ -68,6 +68,7 @@ std::string report_page(const std::string& json, const std::string& title) {
                                        {"UPLOT_CSS", view::web::kUplotCss},
                                        {"REPORT_CSS", view::web::kReportCss},
                                        {"UPLOT_JS", view::web::kUplotJs},
+                                       {"COMMON_JS", view::web::kCommonJs},
                                        {"REPORT_JS", view::web::kReportJs},
                                        {"DATA", script_json(json)}});
 }
@@ -76,6 +77,7 @@ std::string dashboard_page() {
   return fill(view::web::kDashboardHtml, {{"UPLOT_CSS", view::web::kUplotCss},
                                           {"REPORT_CSS", view::web::kReportCss},
                                           {"UPLOT_JS", view::web::kUplotJs},
+                                          {"COMMON_JS", view::web::kCommonJs},
                                           {"DASHBOARD_JS", view::web::kDashboardJs}});
 }
 

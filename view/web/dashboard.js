@@ -22,16 +22,7 @@
   }
   const main = document.getElementById("dashboard");
   const subtitle = document.getElementById("subtitle");
-  const colors = ["#2f6fdd", "#e0603a", "#2a9d6f", "#9b59b6"];
-  const el = (tag, attrs, ...kids) => {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "text") e.textContent = v; else e.setAttribute(k, v);
-    }
-    for (const k of kids) if (k) e.appendChild(k);
-    return e;
-  };
-  const fmt = (x, d = 2) => (x === null || x === undefined || Number.isNaN(x) ? "–" : Number(x).toFixed(d));
+  const { colors, el, fmt } = window.twPage;
   const us = (ns) => (ns === undefined || ns === null ? "–" : (ns / 1e3).toFixed(1) + " us");
 
   const state = { run: null, state: "connecting", iterations: new Map(), planned: 0, done: 0, flows: [], rates: new Map(),
@@ -44,11 +35,7 @@
   });
 
   // Layout: status, iteration chart, links, agents.
-  const section = (title, what) => {
-    const s = el("section", {}, el("h2", { text: title }), what ? el("p", { class: "what", text: what }) : null);
-    main.appendChild(s);
-    return s;
-  };
+  const section = (title, what) => window.twPage.section(main, title, what);
   const statusBox = el("div", { class: "chart", "data-chart": "run status", "data-points": "0" });
   section("Run", "State, progress and throughput, as the controller reports them.").appendChild(statusBox);
   const iterBox = el("div", { class: "chart", "data-chart": "iteration time", "data-points": "0" }, el("h3", { text: "job-wide iteration time (ms)" }));

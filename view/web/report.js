@@ -4,16 +4,7 @@
   "use strict";
   const data = JSON.parse(document.getElementById("tw-data").textContent);
   const main = document.getElementById("report");
-  const colors = ["#2f6fdd", "#e0603a", "#2a9d6f", "#9b59b6", "#c9a227", "#4a4f5a", "#d64d8a", "#3aa9c9"];
-  const el = (tag, attrs, ...kids) => {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "text") e.textContent = v; else e.setAttribute(k, v);
-    }
-    for (const k of kids) if (k) e.appendChild(k);
-    return e;
-  };
-  const fmt = (x, d = 2) => (x === null || x === undefined || Number.isNaN(x) ? "–" : Number(x).toFixed(d));
+  const { colors, el, fmt } = window.twPage;
   const bytes = (b) => {
     if (b === null || b === undefined || b < 0) return "–";
     const u = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -21,11 +12,7 @@
     while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
     return (i ? b.toFixed(1) : String(b)) + " " + u[i];
   };
-  const section = (title, what) => {
-    const s = el("section", {}, el("h2", { text: title }), what ? el("p", { class: "what", text: what }) : null);
-    main.appendChild(s);
-    return s;
-  };
+  const section = (title, what) => window.twPage.section(main, title, what);
   const chartBox = (parent, title, points) => {
     const box = el("div", { class: "chart", "data-chart": title, "data-points": String(points) }, el("h3", { text: title }));
     parent.appendChild(box);
