@@ -16,6 +16,7 @@
 #include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/trace.hpp"
+#include "tensorwire/view/pcapng.hpp"
 #include "tensorwire/view/sources.hpp"
 
 namespace tw::cli {
@@ -110,6 +111,20 @@ int export_command(const ExportArgs& a) {
   return 0;
 }
 
+struct PcapngArgs {
+  std::vector<std::string> dirs;
+  std::string out;
+};
+
+int pcapng_command(const PcapngArgs& a) {
+  std::ostringstream out;
+  const view::PcapngCounts n = view::write_pcapng(a.dirs, out);
+  write_file_atomic(a.out, out.str());
+  fmt::print(stderr, "tensorwire trace pcapng: {} frames of {} capture files in {}, {} of them with their message in a comment (open it in Wireshark)\n",
+             n.frames, n.files, a.out, n.annotated);
+  return 0;
+}
+
 }  // namespace
 
 void add_capture_commands(CLI::App& app, Action& action) {
@@ -166,6 +181,17 @@ void add_capture_commands(CLI::App& app, Action& action) {
   exp->add_option("-o,--out", ex->out, "Output JSON file")->required();
   exp->add_option("--gap-us", ex->gap_us, "Send calls closer than this belong to one message")->capture_default_str();
   exp->callback([&action, ex] { action = [ex] { return export_command(*ex); }; });
+
+  auto pn = std::make_shared<PcapngArgs>();
+  CLI::App* png = t->add_subcommand("pcapng", "Write the capture's wire tap as pcapng for Wireshark, each data segment's message in a comment");
+  png->footer(
+      "  tensorwire trace pcapng DIR... -o wire.pcapng\n"
+      "Every frame the wire tap captured, as it was, one interface per capture file; each data segment of a\n"
+      "traced connection carries a packet comment: its ranks, which message of the connection it belongs to\n"
+      "and where in it, and its iteration and DDP bucket when known (Wireshark: frame.comment).");
+  png->add_option("dirs", pn->dirs, "Capture directories (one per host)")->required();
+  png->add_option("-o,--out", pn->out, "Output pcapng file")->required();
+  png->callback([&action, pn] { action = [pn] { return pcapng_command(*pn); }; });
 }
 
 }  // namespace tw::cli

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -124,7 +125,7 @@ std::optional<Segment> parse_frame(std::uint32_t linktype, const std::uint8_t* d
   return s;
 }
 
-PcapRead read_pcap(const std::string& path, std::uint32_t file) {
+PcapInfo for_each_frame(const std::string& path, const std::function<void(const RawFrame&)>& f) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open");
   std::uint8_t gh[24];
@@ -145,38 +146,50 @@ PcapRead read_pcap(const std::string& path, std::uint32_t file) {
     std::memcpy(&v, p, 4);
     return swap ? __builtin_bswap32(v) : v;
   };
-  PcapRead r;
-  r.linktype = u32(gh + 20) & 0xffff;
+  PcapInfo info;
+  info.linktype = u32(gh + 20) & 0xffff;
   const std::uint32_t snaplen = u32(gh + 16);
   std::vector<std::uint8_t> buf;
+  std::uint64_t frames = 0;
   for (;;) {
     std::uint8_t rh[16];
     in.read(reinterpret_cast<char*>(rh), sizeof rh);
     if (in.gcount() == 0) break;
     if (in.gcount() != 16) {
-      r.truncated = true;
+      info.truncated = true;
       break;
     }
     const std::uint32_t incl = u32(rh + 8), orig = u32(rh + 12);
     if (incl > std::max<std::uint32_t>(snaplen, 262144)) {
-      throw std::runtime_error(path + ": record " + std::to_string(r.frames + 1) + " claims " + std::to_string(incl) + " bytes");
+      throw std::runtime_error(path + ": record " + std::to_string(frames + 1) + " claims " + std::to_string(incl) + " bytes");
     }
     buf.resize(incl);
     in.read(reinterpret_cast<char*>(buf.data()), incl);
     if (static_cast<std::uint32_t>(in.gcount()) != incl) {
-      r.truncated = true;
+      info.truncated = true;
       break;
     }
+    ++frames;
+    f({static_cast<Nanos>(u32(rh)) * kSecond + static_cast<Nanos>(u32(rh + 4)) * (nanos ? 1 : 1000), info.linktype, buf.data(), incl, orig});
+  }
+  return info;
+}
+
+PcapRead read_pcap(const std::string& path, std::uint32_t file) {
+  PcapRead r;
+  const PcapInfo info = for_each_frame(path, [&](const RawFrame& fr) {
     ++r.frames;
-    auto s = parse_frame(r.linktype, buf.data(), incl, orig);
+    auto s = parse_frame(fr.linktype, fr.data, fr.caplen, fr.origlen);
     if (!s) {
       ++r.other;
-      continue;
+      return;
     }
     s->source |= file << 20;
-    s->ts = static_cast<Nanos>(u32(rh)) * kSecond + static_cast<Nanos>(u32(rh + 4)) * (nanos ? 1 : 1000);
+    s->ts = fr.ts;
     r.segments.push_back(*s);
-  }
+  });
+  r.linktype = info.linktype;
+  r.truncated = info.truncated;
   return r;
 }
 
@@ -237,6 +250,16 @@ struct Unwrap {
 };
 
 }  // namespace
+
+std::optional<WireIndex::Start> WireIndex::stream_start(const FlowKey& key, Nanos opened_by) const {
+  constexpr Nanos kSlack = kMilli;  // as stream()
+  const auto it = by_key_.find(key);
+  if (it == by_key_.end()) return std::nullopt;
+  const auto session = find_session(it->second, opened_by + kSlack);
+  if (!session) return std::nullopt;
+  const Nanos until = session->last < it->second.size() ? it->second[session->last].ts : std::numeric_limits<Nanos>::max();
+  return Start{session->isn + 1, session->opened, until};
+}
 
 std::optional<WireIndex::Stream> WireIndex::stream(const FlowKey& key, Nanos opened_by) const {
   // A SYN leaves before connect()/accept() returns; allow for timestamps taken on

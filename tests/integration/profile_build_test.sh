@@ -170,6 +170,19 @@ assert s["slices"]["iteration"] == 2 * run["iterations_done"], (s["slices"], run
 assert s["first_ns"] >= run["start_ns"], (s["first_ns"], run["start_ns"])
 assert "controller" in a["clock"] and "bound_ns" in a["hosts"], a
 PY
+  # The wire tap for Wireshark: every frame as captured, read back as the format
+  # lays it out (tests/perfetto/check_pcapng.py), data segments named in comments.
+  "$TW" trace pcapng ddp-h0 ddp-h1 -o wire.pcapng 2> pcapng.err || { cat pcapng.err; return 1; }
+  $PY "$SRC/tests/perfetto/check_pcapng.py" wire.pcapng ddp-h0/wire-*.pcap ddp-h1/wire-*.pcap > pcapng.sum || return 1
+  $PY - pcapng.sum $shown <<'PY' || return 1
+import json, sys
+s = json.load(open(sys.argv[1])); shown = int(sys.argv[2])
+assert s["interfaces"] == 2 and s["frames"] > shown, s
+# Messages crossed the wire in segments, each named by its first byte's message
+# (small ones may share a segment); most in an iteration.
+assert s["comments"] >= shown // 2 and s["with_iteration"] > s["comments"] // 2, (s, shown)
+assert all(c.startswith("tensorwire: rank ") for c in s["sample"]), s["sample"]
+PY
   # The run beside the capture it replays; a profile; the legacy JSON; selections.
   "$TW" view ddp-run --against ddp-h0 ddp-h1 -o both.pftrace 2> view.err || { cat view.err; return 1; }
   $PY "$chk" both.pftrace | $PY -c '

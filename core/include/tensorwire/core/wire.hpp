@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,20 @@ struct PcapRead {
 // `file` numbers the file's capture point in Segment::source.
 PcapRead read_pcap(const std::string& path, std::uint32_t file = 0);
 
+// Every frame of a pcap file as it was captured (to export it); returns the
+// file's link type and whether its last record was cut. Throws as read_pcap.
+struct RawFrame {
+  Nanos ts = 0;
+  std::uint32_t linktype = 0;  // the file's
+  const std::uint8_t* data = nullptr;
+  std::uint32_t caplen = 0, origlen = 0;
+};
+struct PcapInfo {
+  std::uint32_t linktype = 0;
+  bool truncated = false;
+};
+PcapInfo for_each_frame(const std::string& path, const std::function<void(const RawFrame&)>& f);
+
 // A message's life on the wire, from the sender's stream offsets [begin, end).
 struct WireTimes {
   Nanos wire_first = -1;  // the first segment carrying any of its bytes was seen
@@ -79,6 +94,14 @@ class WireIndex {
   // the tap, or went over an interface it did not watch).
   class Stream;
   std::optional<Stream> stream(const FlowKey& key, Nanos opened_by) const;
+
+  // Where that stream's offsets start: the sequence number of its offset 0, and
+  // the session's span (from its SYN to the next SYN of the key, or for ever).
+  struct Start {
+    std::uint32_t seq0 = 0;
+    Nanos opened = 0, until = 0;
+  };
+  std::optional<Start> stream_start(const FlowKey& key, Nanos opened_by) const;
 
   std::size_t segment_count() const { return count_; }
 
