@@ -20,5 +20,6 @@ void add_testbed_command(CLI::App& app, Action& action);
 void add_capture_commands(CLI::App& app, Action& action);
 void add_view_command(CLI::App& app, Action& action);
 void add_report_command(CLI::App& app, Action& action);
+void add_analyze_commands(CLI::App& app, Action& action);  // analyze, simulate
 
 }  // namespace tw::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   tw::cli::add_results_command(app, action);
   tw::cli::add_view_command(app, action);
   tw::cli::add_report_command(app, action);
+  tw::cli::add_analyze_commands(app, action);
 
   // A peer or child that goes away is an error to report, not a reason to die.
   ::signal(SIGPIPE, SIG_IGN);

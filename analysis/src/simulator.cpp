@@ -249,7 +249,7 @@ Timeline timeline_from_simulation(const Profile& p, const SimResult& sim, std::s
     // A message ends when its rank has it, as in a replay's records and the
     // job's reads: its arrival plus its flow's read lag.
     const Nanos handed = send ? x.received + p.flows[op.flow].read_lag : x.end;
-    t.ops[x.op][x.iteration] = {x.start - base, handed - base};
+    t.ops[x.op][x.iteration] = {x.start - base, handed - base, send ? x.end - base : -1};
     if (!send) continue;
     t.flow_bytes[op.flow] += op.bytes;
     const Nanos from = std::max(x.start, busy_until[op.flow]);

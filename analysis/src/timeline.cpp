@@ -85,6 +85,7 @@ Timeline timeline_from_records(const Profile& p, const std::vector<std::vector<R
       switch (x.kind) {
         case RecordKind::send:
           in.start = rel(x.iteration, x.start);
+          in.sent = rel(x.iteration, x.completed);
           t.planned[k] = rel(x.iteration, x.planned);
           ready_abs[k] = x.start;
           if (x.flow < p.flows.size()) t.flow_bytes[x.flow] += x.bytes;
@@ -181,6 +182,7 @@ void scale_timeline(Timeline& t, double f) {
     for (Instance& in : op) {
       s(in.start);
       s(in.end);
+      s(in.sent);
     }
   }
   for (Nanos& x : t.flow_busy) s(x);

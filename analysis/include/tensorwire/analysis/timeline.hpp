@@ -15,6 +15,7 @@ namespace tw {
 struct Instance {
   Nanos start = -1;  // compute: start; send: ready (the sender asked to send)
   Nanos end = -1;    // compute: end; send: the message's last byte arrived
+  Nanos sent = -1;   // send: its sender had handed the last byte to the kernel (replays and simulations only)
 };
 
 struct Timeline {

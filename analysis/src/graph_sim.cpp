@@ -1,0 +1,591 @@
+#include "tensorwire/analysis/graph_sim.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <numeric>
+#include <queue>
+#include <stdexcept>
+
+namespace tw {
+
+void SimGraph::set_table(std::vector<Nanos>& table, std::uint32_t& begin, std::uint32_t& count, const std::vector<Nanos>& values) {
+  begin = static_cast<std::uint32_t>(table.size());
+  count = static_cast<std::uint32_t>(values.size());
+  table.insert(table.end(), values.begin(), values.end());
+}
+void SimGraph::set_durations(OpIndex op, const std::vector<Nanos>& v) { set_table(durations, ops.at(op).dur_begin, ops.at(op).dur_count, v); }
+void SimGraph::set_gaps(OpIndex op, const std::vector<Nanos>& v) { set_table(gaps, ops.at(op).gap_begin, ops.at(op).gap_count, v); }
+void SimGraph::set_lags(OpIndex op, const std::vector<Nanos>& v) { set_table(lags, ops.at(op).lag_begin, ops.at(op).lag_count, v); }
+void SimGraph::set_holds(OpIndex op, const std::vector<Nanos>& v) { set_table(holds, ops.at(op).hold_begin, ops.at(op).hold_count, v); }
+void SimGraph::set_paths(OpIndex op, const std::vector<Nanos>& v) { set_table(paths, ops.at(op).path_begin, ops.at(op).path_count, v); }
+
+SimGraph sim_graph(const Profile& p, const FlowModel& link) {
+  SimGraph g;
+  g.ranks = static_cast<std::uint32_t>(p.ranks.size());
+  g.iterations = p.iterations;
+  g.barrier = p.iteration_barrier;
+  g.ops.resize(p.ops.size());
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    SimGraph::Node& n = g.ops[i];
+    n.type = op.type;
+    n.rank = op.rank;
+    n.flow = op.flow;
+    n.bytes = op.type == OpType::send ? op.bytes : 0;
+    n.dep_begin = static_cast<std::uint32_t>(g.deps.size());
+    n.dep_count = static_cast<std::uint32_t>(op.after.size());
+    g.deps.insert(g.deps.end(), op.after.begin(), op.after.end());
+    if (op.type == OpType::compute) {
+      n.dur_begin = static_cast<std::uint32_t>(g.durations.size());
+      if (op.durations.empty()) {
+        g.durations.push_back(op.duration);
+      } else {
+        g.durations.insert(g.durations.end(), op.durations.begin(), op.durations.end());
+      }
+      n.dur_count = static_cast<std::uint32_t>(g.durations.size() - n.dur_begin);
+    }
+    if (!op.gaps.empty() || op.gap != 0) {
+      n.gap_begin = static_cast<std::uint32_t>(g.gaps.size());
+      if (op.gaps.empty()) {
+        g.gaps.push_back(op.gap);
+      } else {
+        g.gaps.insert(g.gaps.end(), op.gaps.begin(), op.gaps.end());
+      }
+      n.gap_count = static_cast<std::uint32_t>(g.gaps.size() - n.gap_begin);
+    }
+  }
+  for (const Flow& f : p.flows) {
+    g.flow_src.push_back(f.src);
+    g.flow_dst.push_back(f.dst);
+    FlowModel m = link;
+    m.read_lag = f.read_lag;
+    g.flows.push_back(m);
+  }
+  return g;
+}
+
+std::vector<Nanos> GraphSimRun::iteration_times() const {
+  std::vector<Nanos> out;
+  out.reserve(iteration_end.size());
+  Nanos prev = 0;
+  for (Nanos e : iteration_end) {
+    out.push_back(e - prev);
+    prev = e;
+  }
+  return out;
+}
+
+double GraphSimRun::mean_iteration(std::size_t from) const {
+  const std::vector<Nanos> t = iteration_times();
+  if (t.empty()) return 0;
+  if (from >= t.size()) from = 0;
+  return std::accumulate(t.begin() + static_cast<std::ptrdiff_t>(from), t.end(), 0.0) /
+         static_cast<double>(t.size() - from);
+}
+
+namespace {
+
+constexpr Nanos kNever = std::numeric_limits<Nanos>::max();
+
+enum class Kind : std::uint8_t { compute_done, send_done, received, wake_compute, wake_flow, transfer_begin, net_done };
+
+struct Event {
+  Nanos at;
+  std::uint64_t seq;
+  std::uint32_t id;  // op, rank, flow or transfer slot
+  std::uint32_t iteration;  // net_done: the slot's version
+  Kind kind;
+};
+struct Later {
+  bool operator()(const Event& a, const Event& b) const { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
+};
+
+struct Queued {
+  Nanos at;
+  OpIndex op;
+  std::uint32_t iteration;
+};
+struct QueuedLater {
+  bool operator()(const Queued& a, const Queued& b) const { return a.at != b.at ? a.at > b.at : a.op > b.op; }
+};
+using OpQueue = std::priority_queue<Queued, std::vector<Queued>, QueuedLater>;
+
+struct Successor {
+  OpIndex op;
+  std::uint32_t back;
+  bool recv;
+};
+
+Nanos bits_time(double bits, double bps) {
+  return bits <= 0 ? 0 : static_cast<Nanos>(std::ceil(bits * 1e9 / bps));
+}
+
+class Engine {
+ public:
+  Engine(const SimGraph& g, const GraphSimOptions& o) : g_(g), o_(o) {
+    iterations_ = o.iterations != 0 ? o.iterations : g.iterations;
+    if (iterations_ > std::numeric_limits<std::uint32_t>::max()) throw std::invalid_argument("simulation: too many iterations");
+    const std::size_t n = g.ops.size();
+    const std::size_t f = g.flows.size();
+    if (g.flow_src.size() != f || g.flow_dst.size() != f) throw std::invalid_argument("simulation: flow ends and models differ in number");
+    if (!g.rank_links.empty() && g.rank_links.size() != g.ranks) throw std::invalid_argument("simulation: rank links for another number of ranks");
+    for (const FlowModel& m : g.flows) {
+      if (!(m.bps > 0) || m.path_bps < 0 || m.per_message < 0 || m.latency < 0 || m.read_lag < 0) throw std::invalid_argument("simulation: a flow without a positive rate");
+    }
+    done_.assign(n, 0);
+    recv_.assign(n, 0);
+    armed_.assign(n, -1);
+    missing_.assign(n, 0);
+    // Successors, as compressed rows.
+    std::vector<std::uint32_t> count(n + 1, 0);
+    own_begin_.assign(g.ranks + 1, 0);
+    per_iteration_.assign(g.ranks, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const SimGraph::Node& op = g.ops[i];
+      if (op.rank >= g.ranks) throw std::invalid_argument("simulation: an op on a rank that does not exist");
+      if (op.type == OpType::send && op.flow >= f) throw std::invalid_argument("simulation: a send on a flow that does not exist");
+      if (op.type == OpType::send && g.flow_src[op.flow] != op.rank) throw std::invalid_argument("simulation: a send on another rank's flow");
+      if (static_cast<std::size_t>(op.dep_begin) + op.dep_count > g.deps.size()) throw std::invalid_argument("simulation: dependencies out of range");
+      if (op.type == OpType::compute && op.dur_count == 0) throw std::invalid_argument("simulation: a compute op without a duration");
+      for (std::uint32_t k = 0; k < op.dep_count; ++k) {
+        const Dependency& d = g.deps[op.dep_begin + k];
+        if (d.op >= n) throw std::invalid_argument("simulation: a dependency on an op that does not exist");
+        ++count[d.op];
+      }
+      ++own_begin_[op.rank + 1];
+      ++per_iteration_[op.rank];
+      if (op.type == OpType::send) ++per_iteration_[g.flow_dst[op.flow]];
+    }
+    succ_begin_.assign(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) succ_begin_[i + 1] = succ_begin_[i] + count[i];
+    succ_.resize(succ_begin_[n]);
+    std::vector<std::uint32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const SimGraph::Node& op = g.ops[i];
+      for (std::uint32_t k = 0; k < op.dep_count; ++k) {
+        const Dependency& d = g.deps[op.dep_begin + k];
+        succ_[fill[d.op]++] = {static_cast<OpIndex>(i), d.iterations_back, d.recv};
+      }
+    }
+    for (std::uint32_t r = 0; r < g.ranks; ++r) own_begin_[r + 1] += own_begin_[r];
+    own_.resize(n);
+    std::vector<std::uint32_t> pos(own_begin_.begin(), own_begin_.end() - 1);
+    for (std::size_t i = 0; i < n; ++i) own_[pos[g.ops[i].rank]++] = static_cast<OpIndex>(i);
+
+    ranks_.resize(g.ranks);
+    flows_.resize(f);
+    run_.iterations = iterations_;
+    run_.iteration_end.assign(iterations_, 0);
+    run_.rank_iteration_end.assign(g.ranks, std::vector<Nanos>(iterations_, -1));
+    if (o.record) run_.instances.assign(n * iterations_, SimInstance{});
+    if (!g.rank_links.empty()) {
+      rank_active_.resize(2 * static_cast<std::size_t>(g.ranks));
+      link_mark_.assign(2 * static_cast<std::size_t>(g.ranks), 0);
+    }
+  }
+
+  GraphSimRun run() {
+    for (std::uint32_t r = 0; r < g_.ranks; ++r) {
+      if (per_iteration_[r] == 0) {
+        ranks_[r].completed = iterations_;
+        for (std::uint64_t i = 0; i < iterations_; ++i) run_.rank_iteration_end[r][i] = 0;
+        continue;
+      }
+      if (g_.barrier) {
+        enter(r, 0, 0);
+      } else {
+        for (std::uint32_t k = own_begin_[r]; k < own_begin_[r + 1]; ++k) arm(own_[k], 0, 0);
+      }
+    }
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      ++run_.events;
+      now_ = e.at;
+      switch (e.kind) {
+        case Kind::compute_done: {
+          RankState& rs = ranks_[g_.ops[e.id].rank];
+          rs.computing = false;
+          rs.free_since = now_;
+          completed(e.id, e.iteration, false);
+          dispatch_compute(g_.ops[e.id].rank);
+          break;
+        }
+        case Kind::send_done: {
+          const FlowIndex fl = g_.ops[e.id].flow;
+          flows_[fl].busy = false;
+          flows_[fl].free_since = now_;
+          completed(e.id, e.iteration, false);
+          dispatch_flow(fl);
+          break;
+        }
+        case Kind::received: completed(e.id, e.iteration, true); break;
+        case Kind::wake_compute:
+          if (ranks_[e.id].wake == e.at) ranks_[e.id].wake = kNever;
+          dispatch_compute(e.id);
+          break;
+        case Kind::wake_flow:
+          if (flows_[e.id].wake == e.at) flows_[e.id].wake = kNever;
+          dispatch_flow(e.id);
+          break;
+        case Kind::transfer_begin: begin_shared(e.id, e.iteration); break;
+        case Kind::net_done:
+          if (e.id < slots_.size() && slots_[e.id].active && slots_[e.id].version == e.iteration) end_shared(e.id);
+          break;
+      }
+    }
+    for (std::uint32_t r = 0; r < g_.ranks; ++r) {
+      if (ranks_[r].completed < iterations_) throw std::runtime_error("simulation stalled: rank " + std::to_string(r) + " " + waiting(r));
+    }
+    for (std::uint32_t r = 0; r < g_.ranks; ++r) {
+      for (std::uint64_t i = 0; i < iterations_; ++i) run_.iteration_end[i] = std::max(run_.iteration_end[i], run_.rank_iteration_end[r][i]);
+    }
+    run_.makespan = iterations_ == 0 ? 0 : *std::max_element(run_.iteration_end.begin(), run_.iteration_end.end());
+    return std::move(run_);
+  }
+
+ private:
+  struct RankState {
+    OpQueue queue;
+    bool computing = false;
+    Nanos free_since = 0;
+    Nanos wake = kNever;
+    OpIndex last_op = 0;
+    std::uint32_t last_it = 0;
+    bool has_last = false;
+    std::uint64_t completed = 0;  // iterations
+    std::uint64_t first_tracked = 0;
+    std::deque<std::uint32_t> tracked;  // items done per iteration from first_tracked
+  };
+  struct FlowState {
+    OpQueue queue;
+    bool busy = false;
+    Nanos free_since = 0;
+    Nanos path_free = 0;
+    Nanos wake = kNever;
+    OpIndex last_op = 0;
+    std::uint32_t last_it = 0;
+    bool has_last = false;
+  };
+  struct Slot {
+    OpIndex op = 0;
+    std::uint32_t iteration = 0;
+    FlowIndex flow = 0;
+    double bits_left = 0;
+    Nanos since = 0;
+    double bps = 0;
+    std::uint32_t version = 0;
+    bool active = false;
+  };
+
+  SimInstance* rec(OpIndex op, std::uint32_t it) { return o_.record ? &run_.instances[op * iterations_ + it] : nullptr; }
+
+  void push(Nanos at, Kind k, std::uint32_t id, std::uint32_t it) { events_.push({at, seq_++, id, it, k}); }
+
+  void enter(RankId r, std::uint32_t it, Nanos now) {
+    for (std::uint32_t k = own_begin_[r]; k < own_begin_[r + 1]; ++k) arm(own_[k], it, now);
+  }
+
+  void arm(OpIndex op, std::uint32_t it, Nanos now) {
+    armed_[op] = it;
+    const SimGraph::Node& n = g_.ops[op];
+    std::uint32_t missing = 0;
+    for (std::uint32_t k = 0; k < n.dep_count; ++k) {
+      const Dependency& d = g_.deps[n.dep_begin + k];
+      const std::int64_t need = static_cast<std::int64_t>(it) - d.iterations_back;
+      const std::uint32_t have = d.recv ? recv_[d.op] : done_[d.op];
+      if (need >= 0 && have <= static_cast<std::uint64_t>(need)) ++missing;
+    }
+    missing_[op] = missing;
+    if (missing == 0) ready(op, it, now);
+  }
+
+  void ready(OpIndex op, std::uint32_t it, Nanos now) {
+    const SimGraph::Node& n = g_.ops[op];
+    if (SimInstance* x = rec(op, it)) {
+      x->ready = now;
+      x->has_cause = has_cause_;
+      x->cause_op = cause_op_, x->cause_iteration = cause_it_, x->cause_recv = cause_recv_;
+      if (n.type == OpType::compute) {
+        const RankState& rs = ranks_[n.rank];
+        x->idle_from = rs.computing ? -1 : rs.free_since;
+      } else {
+        const FlowState& fs = flows_[n.flow];
+        x->idle_from = fs.busy ? -1 : fs.free_since;
+      }
+    }
+    const Queued q{now + g_.gap(op, it), op, it};
+    if (n.type == OpType::compute) {
+      ranks_[n.rank].queue.push(q);
+      dispatch_compute(n.rank);
+    } else {
+      flows_[n.flow].queue.push(q);
+      dispatch_flow(n.flow);
+    }
+  }
+
+  void dispatch_compute(RankId r) {
+    RankState& rs = ranks_[r];
+    if (rs.computing || rs.queue.empty()) return;
+    const Queued q = rs.queue.top();
+    if (q.at > now_) {
+      if (rs.wake > q.at) rs.wake = q.at, push(q.at, Kind::wake_compute, r, 0);
+      return;
+    }
+    rs.queue.pop();
+    rs.computing = true;
+    const Nanos d = std::max<Nanos>(0, g_.duration(q.op, q.iteration));
+    const Nanos start = now_ + std::max<Nanos>(0, g_.lag(q.op, q.iteration));
+    if (SimInstance* x = rec(q.op, q.iteration)) {
+      x->dispatched = now_, x->start = start, x->end = start + d;
+      if (q.at < now_ && rs.has_last) x->held = true, x->held_op = rs.last_op, x->held_iteration = rs.last_it;
+    }
+    rs.last_op = q.op, rs.last_it = q.iteration, rs.has_last = true;
+    push(start + d, Kind::compute_done, q.op, q.iteration);
+  }
+
+  void dispatch_flow(FlowIndex f) {
+    FlowState& fs = flows_[f];
+    if (fs.busy || fs.queue.empty()) return;
+    const Queued q = fs.queue.top();
+    if (q.at > now_) {
+      if (fs.wake > q.at) fs.wake = q.at, push(q.at, Kind::wake_flow, f, 0);
+      return;
+    }
+    fs.queue.pop();
+    fs.busy = true;
+    const FlowModel& m = g_.flows[f];
+    const Nanos start = now_ + std::max<Nanos>(0, g_.lag(q.op, q.iteration));
+    if (SimInstance* x = rec(q.op, q.iteration)) {
+      x->dispatched = now_, x->start = start;
+      if (q.at < now_ && fs.has_last) x->held = true, x->held_op = fs.last_op, x->held_iteration = fs.last_it;
+    }
+    fs.last_op = q.op, fs.last_it = q.iteration, fs.has_last = true;
+    const SimGraph::Node& n = g_.ops[q.op];
+    const double bits = static_cast<double>(n.bytes) * 8.0;
+    if (n.hold_count > 0) {
+      sent(q.op, q.iteration, start + n.prep + std::max<Nanos>(0, SimGraph::cyclic(g_.holds, n.hold_begin, n.hold_count, q.iteration)));
+    } else if (g_.rank_links.empty()) {
+      const Nanos end = start + m.per_message + n.prep + bits_time(bits, m.bps);
+      sent(q.op, q.iteration, end);
+    } else {
+      push(start + m.per_message + n.prep, Kind::transfer_begin, q.op, q.iteration);
+    }
+  }
+
+  // The message's last bit left at `end`.
+  void sent(OpIndex op, std::uint32_t it, Nanos end) {
+    const FlowIndex f = g_.ops[op].flow;
+    const FlowModel& m = g_.flows[f];
+    const SimGraph::Node& n = g_.ops[op];
+    Nanos arrival = end + m.latency;
+    if (n.path_count > 0) {
+      arrival = std::max(end, flows_[f].path_free) + std::max<Nanos>(0, SimGraph::cyclic(g_.paths, n.path_begin, n.path_count, it));
+      flows_[f].path_free = arrival;
+    } else if (m.path_bps > 0) {
+      arrival = std::max(arrival, flows_[f].path_free + bits_time(static_cast<double>(g_.ops[op].bytes) * 8.0, m.path_bps));
+      flows_[f].path_free = arrival;
+    }
+    const Nanos handed = arrival + m.read_lag + g_.ops[op].post;
+    if (SimInstance* x = rec(op, it)) x->end = end, x->received = handed;
+    push(end, Kind::send_done, op, it);
+    push(handed, Kind::received, op, it);
+  }
+
+  void completed(OpIndex op, std::uint32_t it, bool recv) {
+    std::uint32_t& count = recv ? recv_[op] : done_[op];
+    if (count != it) throw std::logic_error("simulation: op instances completed out of order");
+    count = it + 1;
+    has_cause_ = true, cause_op_ = op, cause_it_ = it, cause_recv_ = recv;
+    for (std::uint32_t k = succ_begin_[op]; k < succ_begin_[op + 1]; ++k) {
+      const Successor& s = succ_[k];
+      if (s.recv != recv) continue;
+      if (armed_[s.op] == static_cast<std::int64_t>(it) + s.back && missing_[s.op] > 0 && --missing_[s.op] == 0) {
+        ready(s.op, static_cast<std::uint32_t>(armed_[s.op]), now_);
+      }
+    }
+    const SimGraph::Node& n = g_.ops[op];
+    const RankId r = recv ? g_.flow_dst[n.flow] : n.rank;
+    if (!recv && !g_.barrier && it + 1 < iterations_) arm(op, it + 1, now_);
+    reached(r, it);
+  }
+
+  void reached(RankId r, std::uint32_t it) {
+    RankState& rs = ranks_[r];
+    if (it < rs.first_tracked) throw std::logic_error("simulation: an event for a completed iteration");
+    const std::uint64_t k = it - rs.first_tracked;
+    while (rs.tracked.size() <= k) rs.tracked.push_back(0);
+    ++rs.tracked[k];
+    while (!rs.tracked.empty() && rs.tracked.front() == per_iteration_[r]) {
+      run_.rank_iteration_end[r][rs.first_tracked] = now_;
+      rs.tracked.pop_front();
+      ++rs.first_tracked;
+      ++rs.completed;
+      if (g_.barrier && rs.completed < iterations_) enter(r, static_cast<std::uint32_t>(rs.completed), now_);
+    }
+  }
+
+  // Shared rank links: progressive filling over the messages coupled to the
+  // links that changed.
+  void begin_shared(OpIndex op, std::uint32_t it) {
+    std::uint32_t s;
+    if (!free_.empty()) {
+      s = free_.back();
+      free_.pop_back();
+    } else {
+      s = static_cast<std::uint32_t>(slots_.size());
+      slots_.emplace_back();
+    }
+    Slot& x = slots_[s];
+    x.op = op, x.iteration = it, x.flow = g_.ops[op].flow;
+    x.bits_left = static_cast<double>(g_.ops[op].bytes) * 8.0;
+    x.since = now_, x.bps = 0, x.active = true, ++x.version;
+    const RankId src = g_.flow_src[x.flow], dst = g_.flow_dst[x.flow];
+    rank_active_[src].push_back(s);
+    rank_active_[g_.ranks + dst].push_back(s);
+    reshare(src, g_.ranks + dst);
+  }
+
+  void end_shared(std::uint32_t s) {
+    Slot& x = slots_[s];
+    x.active = false;
+    const RankId src = g_.flow_src[x.flow], dst = g_.flow_dst[x.flow];
+    for (std::size_t l : {static_cast<std::size_t>(src), static_cast<std::size_t>(g_.ranks) + dst}) {
+      auto& v = rank_active_[l];
+      v.erase(std::find(v.begin(), v.end(), s));
+    }
+    free_.push_back(s);
+    sent(x.op, x.iteration, now_);
+    reshare(src, g_.ranks + dst);
+  }
+
+  double capacity(std::size_t link) const {
+    const RankLink& l = g_.rank_links[link % g_.ranks];
+    const double c = link < g_.ranks ? l.egress_bps : l.ingress_bps;
+    return c > 0 ? c : std::numeric_limits<double>::infinity();
+  }
+
+  void reshare(std::size_t a, std::size_t b) {
+    ++mark_;
+    std::vector<std::size_t> links, queue{a, b};
+    std::vector<std::uint32_t> members;
+    link_mark_[a] = link_mark_[b] = mark_;
+    while (!queue.empty()) {
+      const std::size_t l = queue.back();
+      queue.pop_back();
+      links.push_back(l);
+      for (std::uint32_t s : rank_active_[l]) {
+        if (slot_mark(s) == mark_) continue;
+        slot_mark(s) = mark_;
+        members.push_back(s);
+        const RankId src = g_.flow_src[slots_[s].flow], dst = g_.flow_dst[slots_[s].flow];
+        for (std::size_t m : {static_cast<std::size_t>(src), static_cast<std::size_t>(g_.ranks) + dst}) {
+          if (link_mark_[m] != mark_ && std::isfinite(capacity(m))) link_mark_[m] = mark_, queue.push_back(m);
+        }
+      }
+    }
+    // Progressive filling: raise every unfrozen rate together until a link is
+    // full or a message reaches its flow's rate.
+    std::vector<double> rate(members.size(), 0);
+    std::vector<bool> frozen(members.size(), false);
+    std::vector<double> left(links.size());
+    for (std::size_t i = 0; i < links.size(); ++i) left[i] = capacity(links[i]);
+    const auto link_pos = [&](std::size_t l) { return static_cast<std::size_t>(std::find(links.begin(), links.end(), l) - links.begin()); };
+    std::vector<std::size_t> eg(members.size()), in(members.size());
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const Slot& x = slots_[members[i]];
+      eg[i] = link_pos(g_.flow_src[x.flow]);
+      in[i] = link_pos(g_.ranks + g_.flow_dst[x.flow]);
+    }
+    std::size_t unfrozen = members.size();
+    while (unfrozen > 0) {
+      std::vector<std::size_t> users(links.size(), 0);
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (frozen[i]) continue;
+        if (eg[i] < links.size()) ++users[eg[i]];
+        if (in[i] < links.size()) ++users[in[i]];
+      }
+      double inc = std::numeric_limits<double>::infinity();
+      for (std::size_t l = 0; l < links.size(); ++l) {
+        if (users[l] > 0) inc = std::min(inc, std::max(0.0, left[l]) / static_cast<double>(users[l]));
+      }
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (!frozen[i]) inc = std::min(inc, g_.flows[slots_[members[i]].flow].bps - rate[i]);
+      }
+      inc = std::max(0.0, inc);
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (frozen[i]) continue;
+        rate[i] += inc;
+        if (eg[i] < links.size()) left[eg[i]] -= inc;
+        if (in[i] < links.size()) left[in[i]] -= inc;
+      }
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (frozen[i]) continue;
+        const bool capped = rate[i] >= g_.flows[slots_[members[i]].flow].bps * (1 - 1e-12);
+        const auto full = [&](std::size_t l) { return l < links.size() && left[l] <= std::abs(capacity(links[l])) * 1e-12; };
+        if (capped || full(eg[i]) || full(in[i])) frozen[i] = true, --unfrozen;
+      }
+    }
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      Slot& x = slots_[members[i]];
+      if (x.bps == rate[i]) continue;
+      x.bits_left = std::max(0.0, x.bits_left - x.bps * static_cast<double>(now_ - x.since) / 1e9);
+      x.since = now_;
+      x.bps = rate[i];
+      ++x.version;
+      if (x.bps > 0) push(now_ + bits_time(x.bits_left, x.bps), Kind::net_done, members[i], x.version);
+    }
+  }
+
+  std::uint64_t& slot_mark(std::uint32_t s) {
+    if (slot_marks_.size() <= s) slot_marks_.resize(slots_.size(), 0);
+    return slot_marks_[s];
+  }
+
+  std::string waiting(RankId r) const {
+    const std::uint64_t it = ranks_[r].completed;
+    for (std::uint32_t k = own_begin_[r]; k < own_begin_[r + 1]; ++k) {
+      const OpIndex op = own_[k];
+      if (done_[op] <= it) return "waits in iteration " + std::to_string(it) + " at op " + std::to_string(op);
+    }
+    return "waits in iteration " + std::to_string(it) + " for a message";
+  }
+
+  const SimGraph& g_;
+  GraphSimOptions o_;
+  std::uint64_t iterations_ = 0;
+  std::vector<std::uint32_t> done_, recv_, missing_;
+  std::vector<std::int64_t> armed_;
+  std::vector<std::uint32_t> succ_begin_;
+  std::vector<Successor> succ_;
+  std::vector<std::uint32_t> own_begin_;
+  std::vector<OpIndex> own_;
+  std::vector<std::uint32_t> per_iteration_;
+  std::vector<RankState> ranks_;
+  std::vector<FlowState> flows_;
+  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  std::uint64_t seq_ = 0;
+  Nanos now_ = 0;
+  bool has_cause_ = false;
+  OpIndex cause_op_ = 0;
+  std::uint32_t cause_it_ = 0;
+  bool cause_recv_ = false;
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> free_;
+  std::vector<std::vector<std::uint32_t>> rank_active_;
+  std::vector<std::uint64_t> link_mark_;
+  std::vector<std::uint64_t> slot_marks_;
+  std::uint64_t mark_ = 0;
+  GraphSimRun run_;
+};
+
+}  // namespace
+
+GraphSimRun simulate_graph(const SimGraph& graph, const GraphSimOptions& options) {
+  Engine e(graph, options);
+  return e.run();
+}
+
+}  // namespace tw

@@ -1,0 +1,169 @@
+// `tensorwire analyze SOURCE` (the diagnosis) and `tensorwire simulate PROFILE`
+// (the what-if simulator). docs/analysis.md describes both.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "replay_options.hpp"
+#include "tensorwire/analysis/diagnosis.hpp"
+#include "tensorwire/analysis/graph_sim.hpp"
+#include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/launch/testbed.hpp"
+#include "tensorwire/view/diagnosis_input.hpp"
+
+namespace tw::cli {
+namespace {
+
+double rate_option(const std::string& name, const std::string& text) {
+  const auto r = parse_rate(text);
+  if (!r) throw std::invalid_argument(name + " '" + text + "': expected a rate like 10gbit or 300mbit");
+  return static_cast<double>(*r);
+}
+
+Nanos duration_option(const std::string& name, const std::string& text) {
+  const auto d = parse_duration(text);
+  if (!d || *d < 0) throw std::invalid_argument(name + " '" + text + "': expected a duration like 20us or 1.5ms");
+  return *d;
+}
+
+struct AnalyzeArgs {
+  std::vector<std::string> sources;
+  DiagnosisOptions options;
+  std::string link_rate = "10gbit";
+  std::string json_out;
+  bool json = false;
+};
+
+int analyze_command(const AnalyzeArgs& a) {
+  const DiagnosisInput in = view::diagnosis_input(a.sources, rate_option("--link-rate", a.link_rate));
+  const Diagnosis d = diagnose(in, a.options);
+  const nlohmann::json j = diagnosis_json(d, in.profile);
+  if (!a.json_out.empty()) write_file_atomic(a.json_out, j.dump(1) + "\n");
+  if (a.json) {
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}", diagnosis_text(d, in.profile));
+  }
+  return 0;
+}
+
+struct SimulateArgs {
+  std::string profile;
+  std::string link_rate = "10gbit";
+  std::string latency = "0";
+  std::string per_message = "0";
+  bool shared = false;
+  std::uint64_t iterations = 0;
+  std::vector<std::string> slow_ranks;
+  std::vector<std::string> compress;
+  bool json = false;
+};
+
+int simulate_command(const SimulateArgs& a) {
+  const Profile p = load_profile_or_throw(a.profile);
+  FlowModel link;
+  link.bps = rate_option("--link-rate", a.link_rate);
+  link.latency = duration_option("--latency", a.latency);
+  link.per_message = duration_option("--per-message", a.per_message);
+  SimGraph g = sim_graph(p, link);
+  if (a.iterations > 0) g.iterations = a.iterations;
+  if (a.shared) g.rank_links = uniform_links(p.ranks.size(), link.bps);
+  std::vector<std::string> changes;
+  for (const auto& [rank, factor] : parse_slow_ranks(a.slow_ranks, p.ranks.size())) {
+    for (OpIndex o = 0; o < p.ops.size(); ++o) {
+      if (p.ops[o].type != OpType::compute || p.ops[o].rank != rank) continue;
+      std::vector<Nanos> v;
+      const auto& node = g.ops[o];
+      for (std::uint32_t k = 0; k < node.dur_count; ++k) v.push_back(static_cast<Nanos>(static_cast<double>(g.durations[node.dur_begin + k]) * factor));
+      g.set_durations(o, v);
+    }
+    changes.push_back(fmt::format("rank {} computes {}x slower", rank, factor));
+  }
+  for (const std::string& c : a.compress) {
+    const auto colon = c.rfind(':');
+    double k = 0;
+    try {
+      k = colon == std::string::npos ? 0 : std::stod(c.substr(colon + 1));
+    } catch (const std::exception&) {
+      k = 0;
+    }
+    if (!(k >= 1)) throw std::invalid_argument("--compress '" + c + "': expected TENSOR:FACTOR with a factor of at least 1, like bucket0:4");
+    const std::string name = c.substr(0, colon);
+    std::size_t hit = 0;
+    for (OpIndex o = 0; o < p.ops.size(); ++o) {
+      if (p.ops[o].type != OpType::send || (p.ops[o].tensor != name && p.ops[o].id != name)) continue;
+      g.ops[o].bytes = static_cast<Bytes>(std::ceil(static_cast<double>(g.ops[o].bytes) / k));
+      ++hit;
+    }
+    if (hit == 0) throw std::invalid_argument("--compress '" + c + "': no send of " + a.profile + " carries a tensor or has an id '" + name + "'");
+    changes.push_back(fmt::format("{} compressed {}x ({} messages)", name, k, hit));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const GraphSimRun r = simulate_graph(g);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto times = r.iteration_times();
+  const double mean = r.mean_iteration(times.size() > 1 ? 1 : 0);
+  if (a.json) {
+    nlohmann::json j{{"profile", a.profile}, {"iterations", times.size()}, {"iteration_ns", times}, {"mean_iteration_ns", mean},
+                     {"makespan_ns", r.makespan}, {"events", r.events}, {"seconds", secs}, {"changes", changes}};
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  fmt::print("{}: {} ranks, {} ops, {} iterations at {} per flow{}\n", a.profile, p.ranks.size(), p.ops.size(), times.size(),
+             human_rate(link.bps), a.shared ? " (each rank's link shared by its flows)" : "");
+  for (const std::string& c : changes) fmt::print("what-if: {}\n", c);
+  fmt::print("mean iteration {} (after the first), makespan {}\n", human_duration(static_cast<Nanos>(mean)), human_duration(r.makespan));
+  fmt::print("{} events in {:.3f} s ({:.2f} M events/s)\n", r.events, secs, secs > 0 ? static_cast<double>(r.events) / secs / 1e6 : 0.0);
+  return 0;
+}
+
+}  // namespace
+
+void add_analyze_commands(CLI::App& app, Action& action) {
+  auto a = std::make_shared<AnalyzeArgs>();
+  CLI::App* c = app.add_subcommand("analyze", "Diagnose a job: stragglers, slow links and their cost, the critical path, the verdict, what to compress");
+  c->footer(
+      "  tensorwire analyze RUN_DIR | CAPTURE_DIR... | PROFILE.yaml [--json]\n"
+      "Fits a model to every flow's messages, checks that simulating the job as measured reproduces its\n"
+      "iteration time, and puts one cause at a time (a rank's compute, a host pair's links) back to its\n"
+      "measured timing against an ideal where every rank and link is at its peers' median: that cause's\n"
+      "impact. A cause is named (*) when its impact is at least --threshold of the ideal iteration time.\n"
+      "The critical path and the verdict come from the same simulation; the compression ranking compresses\n"
+      "one tensor (or DDP bucket) at a time. docs/analysis.md gives the method and its validation.");
+  c->add_option("sources", a->sources, "A run directory, capture directories (one per host), or a profile")->required();
+  c->add_flag("--json", a->json, "Machine-readable output");
+  c->add_option("--json-out", a->json_out, "Also write the JSON to this file (for `report --analysis`)");
+  c->add_option("--threshold", a->options.threshold, "Share of the ideal iteration time above which a cause is named")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  c->add_option("--compress-cost", a->options.compress_ns_per_byte, "Compression cost, ns per uncompressed byte (both ends)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
+  c->add_option("--warmup", a->options.warmup, "Iterations left out of the means")->capture_default_str();
+  c->add_option("--link-rate", a->link_rate, "A profile without observed timings is simulated at this rate")->capture_default_str();
+  c->callback([&action, a] { action = [a] { return analyze_command(*a); }; });
+
+  auto s = std::make_shared<SimulateArgs>();
+  CLI::App* m = app.add_subcommand("simulate", "Simulate a profile on a link model, with what-ifs");
+  m->footer(
+      "  tensorwire simulate PROFILE [--link-rate R] [--latency D] [--per-message D] [--shared]\n"
+      "                     [--slow-rank R:F]... [--compress TENSOR:K]... [--iterations N] [--json]\n"
+      "Every flow moves one message at a time at --link-rate, after --per-message, arriving --latency after\n"
+      "its last bit; with --shared the flows of a rank share one link of that rate each way (max-min fair).");
+  m->add_option("profile", s->profile, "The profile (YAML)")->required();
+  m->add_option("--link-rate", s->link_rate, "Rate of every flow (or rank link with --shared)")->capture_default_str();
+  m->add_option("--latency", s->latency, "One-way latency of every message")->capture_default_str();
+  m->add_option("--per-message", s->per_message, "Time a message holds its flow before its bits")->capture_default_str();
+  m->add_flag("--shared", s->shared, "A rank's flows share its link (egress and ingress)");
+  m->add_option("--iterations", s->iterations, "Iterations to simulate (default: the profile's)");
+  m->add_option("--slow-rank", s->slow_ranks, "RANK:FACTOR: stretch one rank's compute (repeatable)");
+  m->add_option("--compress", s->compress, "TENSOR:FACTOR: divide the bytes of a tensor's (or op's) sends (repeatable)");
+  m->add_flag("--json", s->json, "Machine-readable output");
+  m->callback([&action, s] { action = [s] { return simulate_command(*s); }; });
+}
+
+}  // namespace tw::cli

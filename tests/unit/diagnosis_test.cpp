@@ -1,0 +1,246 @@
+// The what-if simulator against the Executor-based one, and the diagnosis on
+// hand-built DAGs and on simulated jobs with a known straggler or slow link.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "inline_profile.hpp"
+#include "tensorwire/analysis/diagnosis.hpp"
+#include "tensorwire/analysis/graph_sim.hpp"
+#include "tensorwire/analysis/simulator.hpp"
+
+namespace tw {
+namespace {
+
+double mean_from(const std::vector<Nanos>& v, std::size_t from) {
+  return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.end(), 0.0) / static_cast<double>(v.size() - from);
+}
+
+// A job-wide timeline of `p` simulated by the Executor-based simulator, with
+// iteration times as a run's records give them (each from the end of the one before).
+Timeline simulated_timeline(const Profile& p, const SimOptions& o) {
+  const SimResult r = simulate(p, o);
+  Timeline t = timeline_from_simulation(p, r, "test");
+  t.iteration = r.iteration_times();
+  return t;
+}
+
+DiagnosisInput input_of(const Profile& p, const SimOptions& o) {
+  DiagnosisInput in;
+  in.profile = p;
+  in.measured = simulated_timeline(p, o);
+  in.source = "test";
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) in.hosts.push_back("h" + std::to_string(r));
+  return in;
+}
+
+TEST(GraphSim, AgreesWithTheExecutorSimulatorOnRingAndParameterServer) {
+  for (const char* name : {"resnet50-ring-4.yaml", "resnet50-ps-4w2s.yaml", "mlp-ring-2.yaml"}) {
+    Profile p = test::bundled_profile(name);
+    p.iterations = 3;
+    SimOptions o;
+    o.link_bps = 10e9;
+    const SimResult old = simulate(p, o);
+    FlowModel link;
+    link.bps = 10e9;
+    SimGraph g = sim_graph(p, link);
+    g.rank_links = uniform_links(p.ranks.size(), 10e9);
+    const GraphSimRun now = simulate_graph(g);
+    ASSERT_EQ(old.iteration_end.size(), now.iteration_end.size()) << name;
+    for (std::size_t i = 0; i < old.iteration_end.size(); ++i) {
+      EXPECT_NEAR(static_cast<double>(now.iteration_end[i]), static_cast<double>(old.iteration_end[i]),
+                  1e-3 * static_cast<double>(old.iteration_end[i]))
+          << name << " iteration " << i;
+    }
+  }
+}
+
+TEST(GraphSim, FlowModelTimesOneMessage) {
+  const Profile p = test::inline_profile(R"(
+version: 1
+iterations: 1
+ranks: [{id: 0}, {id: 1}]
+flows: [{id: f, src: 0, dst: 1}]
+ops:
+  - {id: c, type: compute, rank: 0, duration: 1ms}
+  - {id: s, type: send, flow: f, bytes: 1MB, after: [c]}
+  - {id: d, type: compute, rank: 1, duration: 2ms, after: [recv:s]}
+)");
+  FlowModel link;
+  link.bps = 8e9;  // 1 MB in 1 ms
+  link.per_message = 10 * kMicro;
+  link.latency = 50 * kMicro;
+  GraphSimOptions so;
+  so.record = true;
+  const GraphSimRun r = simulate_graph(sim_graph(p, link), so);
+  const SimInstance& s = r.at(p.op_by_id.at("s"), 0);
+  EXPECT_EQ(s.start, kMilli);
+  EXPECT_EQ(s.end, kMilli + 10 * kMicro + kMilli);
+  EXPECT_EQ(s.received, s.end + 50 * kMicro);
+  EXPECT_EQ(r.iteration_end[0], s.received + 2 * kMilli);
+}
+
+TEST(GraphSim, ADeadlockIsReportedNotHung) {
+  const Profile p = test::inline_profile(R"(
+version: 1
+iterations: 1
+ranks: [{id: 0}, {id: 1}]
+flows: [{id: f, src: 0, dst: 1}, {id: g, src: 1, dst: 0}]
+ops:
+  - {id: a, type: send, flow: f, bytes: 10, after: [recv:b@-1]}
+  - {id: b, type: send, flow: g, bytes: 10, after: [recv:a]}
+)");
+  SimGraph g = sim_graph(p, FlowModel{});
+  g.iterations = 3;
+  EXPECT_NO_THROW(simulate_graph(g));
+  // The same graph with the cross-iteration edge made same-iteration cannot start.
+  g.deps[0].iterations_back = 0;
+  EXPECT_THROW(simulate_graph(g), std::runtime_error);
+}
+
+// Critical path and verdict on DAGs with known answers.
+TEST(Diagnosis, CriticalPathOfAComputeBoundAndACommunicationBoundChain) {
+  const auto chain = [](const std::string& first, const std::string& bytes) {
+    return test::inline_profile(R"(
+version: 1
+iterations: 4
+ranks: [{id: 0}, {id: 1}]
+flows: [{id: f, src: 0, dst: 1}]
+ops:
+  - {id: c, type: compute, rank: 0, duration: )" + first + R"(}
+  - {id: s, type: send, flow: f, bytes: )" + bytes + R"(, after: [c]}
+  - {id: d, type: compute, rank: 1, duration: 2ms, after: [recv:s]}
+)");
+  };
+  SimOptions o;
+  o.link_bps = 8e9;
+  // Rank 0 starts its next iteration once its message has left, so in the
+  // steady state an iteration takes rank 0's compute and send, while the path
+  // within an iteration runs on to rank 1's compute.
+  {
+    const Profile p = chain("10ms", "1MB");  // 10 + 1 + 2 ms, 12 of them compute
+    const Diagnosis d = diagnose(input_of(p, o));
+    EXPECT_NEAR(static_cast<double>(d.path.length), 13e6, 13e6 * 0.01);
+    EXPECT_NEAR(static_cast<double>(d.path.compute), 12e6, 12e6 * 0.01);
+    EXPECT_NEAR(static_cast<double>(d.path.network + d.path.receipt), 1e6, 1e6 * 0.02);
+    EXPECT_EQ(d.verdict.bound, "compute");
+    EXPECT_TRUE(d.reproduces);
+    ASSERT_FALSE(d.path.top.empty());
+    EXPECT_EQ(p.ops[d.path.top[0].op].id, "c");
+  }
+  {
+    const Profile p = chain("1ms", "100MB");  // 1 + 100 + 2 ms
+    const Diagnosis d = diagnose(input_of(p, o));
+    EXPECT_NEAR(static_cast<double>(d.path.length), 103e6, 103e6 * 0.01);
+    EXPECT_EQ(d.verdict.bound, "communication");
+    EXPECT_GT(d.verdict.communication_share, 0.95);
+    EXPECT_NEAR(static_cast<double>(d.measured), 101e6, 101e6 * 0.01);
+    EXPECT_NEAR(static_cast<double>(d.verdict.no_network), 2e6, 2e6 * 0.02);  // rank 1's compute
+    ASSERT_FALSE(d.compression.empty());
+    // Compressed 4x, rank 0's cycle is 1 ms, 12.5 ms compressing (half of 0.25
+    // ns a byte) and 25 ms sending: 62.5 ms less than 101.
+    ASSERT_EQ(d.compression[0].saving.size(), 3u);
+    EXPECT_NEAR(static_cast<double>(d.compression[0].saving[1]), 62.5e6, 0.5e6);
+  }
+}
+
+TEST(Diagnosis, FlowFitsRecoverRateCostAndLatency) {
+  // Two sizes back to back on one flow, and a third alone.
+  const Profile p = test::inline_profile(R"(
+version: 1
+iterations: 6
+ranks: [{id: 0}, {id: 1}]
+flows: [{id: f, src: 0, dst: 1}]
+ops:
+  - {id: a, type: send, flow: f, bytes: 1MB}
+  - {id: b, type: send, flow: f, bytes: 4MB}
+  - {id: c, type: send, flow: f, bytes: 2MB}
+  - {id: w, type: compute, rank: 0, duration: 5ms, after: [b]}
+  - {id: e, type: send, flow: f, bytes: 3MB, after: [w]}
+)");
+  FlowModel link;
+  link.bps = 4e9;
+  link.per_message = 20 * kMicro;
+  link.latency = 100 * kMicro;
+  GraphSimOptions so;
+  so.record = true;
+  const SimGraph g = sim_graph(p, link);
+  const GraphSimRun r = simulate_graph(g, so);
+  Timeline t;
+  t.iterations = 6;
+  t.ops.assign(p.ops.size(), std::vector<Instance>(6));
+  for (std::size_t i = 0; i < 6; ++i) {
+    Nanos base = r.makespan;  // times are relative to the iteration's first start
+    for (OpIndex o = 0; o < p.ops.size(); ++o) base = std::min(base, r.at(o, i).ready);
+    for (OpIndex o = 0; o < p.ops.size(); ++o) {
+      const SimInstance& x = r.at(o, i);
+      t.ops[o][i] = {(p.ops[o].type == OpType::send ? x.ready : x.start) - base,
+                     (p.ops[o].type == OpType::send ? x.received : x.end) - base};
+    }
+  }
+  const auto fits = fit_flows(p, t, 0);
+  ASSERT_TRUE(fits[0].fitted);
+  EXPECT_NEAR(fits[0].bps, 4e9, 4e9 * 0.01);
+  EXPECT_NEAR(static_cast<double>(fits[0].per_message), 20e3, 2e3);
+  EXPECT_NEAR(static_cast<double>(fits[0].latency), 100e3, 2e3);
+}
+
+// A ring with one slow rank: the diagnosis names it first, and its predicted
+// saving is the difference between the job with and without the slowdown.
+TEST(Diagnosis, NamesAnInjectedStragglerAndItsCost) {
+  Profile p = test::bundled_profile("resnet50-ring-4.yaml");
+  p.iterations = 6;
+  SimOptions clean;
+  clean.links = uniform_links(4, 100e9);  // at 10 Gb/s the ring is bound by its links, and a slow rank costs 2%
+  SimOptions slow = clean;
+  slow.slowdown = {1, 1, 1.5, 1};
+  const Diagnosis d = diagnose(input_of(p, slow));
+  EXPECT_TRUE(d.reproduces) << d.sim_error;
+  ASSERT_FALSE(d.stragglers.empty());
+  EXPECT_EQ(d.stragglers[0].rank, 2u);
+  EXPECT_TRUE(d.stragglers[0].named);
+  EXPECT_NEAR(d.stragglers[0].score, 1 - 1 / 1.5, 0.02);
+  for (std::size_t k = 1; k < d.stragglers.size(); ++k) {
+    EXPECT_FALSE(d.stragglers[k].named) << d.stragglers[k].rank;
+    EXPECT_GT(d.stragglers[0].waited_on, d.stragglers[k].waited_on) << d.stragglers[k].rank;
+  }
+  const double with = mean_from(simulate(p, slow).iteration_times(), 1);
+  const double without = mean_from(simulate(p, clean).iteration_times(), 1);
+  EXPECT_NEAR(static_cast<double>(d.stragglers[0].without), with - without, 0.1 * (with - without));
+
+  const Diagnosis c = diagnose(input_of(p, clean));
+  for (const Straggler& s : c.stragglers) EXPECT_FALSE(s.named) << s.rank;
+  for (const SlowLink& l : c.links) EXPECT_FALSE(l.named) << l.a << "-" << l.b;
+}
+
+TEST(Diagnosis, NamesAnInjectedSlowLinkAndItsCost) {
+  Profile p = test::bundled_profile("resnet50-ring-4.yaml");
+  p.iterations = 6;
+  SimOptions clean;
+  clean.links = uniform_links(4, 10e9);
+  SimOptions slow = clean;
+  slow.links[1].egress_bps = 2e9;  // rank 1's only flow goes to rank 2
+  const Diagnosis d = diagnose(input_of(p, slow));
+  std::printf("%s", diagnosis_text(d, p).c_str());
+  ASSERT_FALSE(d.links.empty());
+  EXPECT_EQ(d.links[0].a, "h1");
+  EXPECT_EQ(d.links[0].b, "h2");
+  EXPECT_TRUE(d.links[0].named);
+  EXPECT_NEAR(d.links[0].rate_bps, 2e9, 2e9 * 0.05);
+  for (std::size_t k = 1; k < d.links.size(); ++k) EXPECT_FALSE(d.links[k].named);
+  for (const Straggler& s : d.stragglers) EXPECT_FALSE(s.named) << s.rank;
+  const double with = mean_from(simulate(p, slow).iteration_times(), 1);
+  const double without = mean_from(simulate(p, clean).iteration_times(), 1);
+  EXPECT_NEAR(static_cast<double>(d.links[0].without), with - without, 0.1 * (with - without));
+}
+
+TEST(Diagnosis, RejectsATimelineWithoutIterations) {
+  const Profile p = test::bundled_profile("mlp-ring-2.yaml");
+  DiagnosisInput in;
+  in.profile = p;
+  EXPECT_THROW(diagnose(in), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tw
