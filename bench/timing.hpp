@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace tw::bench {
@@ -17,6 +19,14 @@ inline double median_seconds(int runs, const std::function<void()>& f) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// "0.123 s", "45.6 ms" for a table.
+inline std::string seconds_text(double s) {
+  char b[32];
+  if (s >= 1) std::snprintf(b, sizeof b, "%.2f s", s);
+  else std::snprintf(b, sizeof b, "%.1f ms", s * 1e3);
+  return b;
 }
 
 }  // namespace tw::bench

@@ -9,10 +9,13 @@
 
 #include "command.hpp"
 #include "replay_options.hpp"
+#include "synth_options.hpp"
 #include "tensorwire/analysis/diagnosis.hpp"
 #include "tensorwire/analysis/graph_sim.hpp"
+#include "tensorwire/analysis/mitigation.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/testbed.hpp"
+#include "tensorwire/profile/model.hpp"
 #include "tensorwire/view/diagnosis_input.hpp"
 
 namespace tw::cli {
@@ -35,18 +38,30 @@ struct AnalyzeArgs {
   DiagnosisOptions options;
   std::string link_rate = "10gbit";
   std::string json_out;
+  std::string emit_mitigated;
   bool json = false;
 };
 
 int analyze_command(const AnalyzeArgs& a) {
   const DiagnosisInput in = view::diagnosis_input(a.sources, rate_option("--link-rate", a.link_rate));
   const Diagnosis d = diagnose(in, a.options);
-  const nlohmann::json j = diagnosis_json(d, in.profile);
+  nlohmann::json j = diagnosis_json(d, in.profile);
+  std::string mitigation;
+  if (!a.emit_mitigated.empty()) {
+    std::string why;
+    const auto m = mitigate(in, d, a.options, why);
+    if (!m) throw std::runtime_error("--emit-mitigated: nothing to mitigate: " + why);
+    write_file_atomic(a.emit_mitigated, write_profile_yaml(m->profile));
+    j["mitigation"] = {{"kind", m->kind}, {"description", m->description}, {"file", a.emit_mitigated}, {"predicted_ns", m->predicted},
+                       {"before_ns", m->before}, {"after_ns", m->after}};
+    mitigation = fmt::format("\nmitigation, in {}: {}; predicted saving {} per iteration (simulated {} -> {})\n", a.emit_mitigated,
+                             m->description, human_duration(m->predicted), human_duration(m->before), human_duration(m->after));
+  }
   if (!a.json_out.empty()) write_file_atomic(a.json_out, j.dump(1) + "\n");
   if (a.json) {
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("{}", diagnosis_text(d, in.profile));
+    fmt::print("{}{}", diagnosis_text(d, in.profile), mitigation);
   }
   return 0;
 }
@@ -60,22 +75,43 @@ struct SimulateArgs {
   std::uint64_t iterations = 0;
   std::vector<std::string> slow_ranks;
   std::vector<std::string> compress;
+  std::uint32_t ranks = 0;
   bool json = false;
 };
 
 int simulate_command(const SimulateArgs& a) {
-  const Profile p = load_profile_or_throw(a.profile);
+  Profile p = load_profile_or_throw(a.profile);
   FlowModel link;
   link.bps = rate_option("--link-rate", a.link_rate);
   link.latency = duration_option("--latency", a.latency);
   link.per_message = duration_option("--per-message", a.per_message);
-  SimGraph g = sim_graph(p, link);
-  if (a.iterations > 0) g.iterations = a.iterations;
-  if (a.shared) g.rank_links = uniform_links(p.ranks.size(), link.bps);
+  const auto t_build = std::chrono::steady_clock::now();
   std::vector<std::string> changes;
-  for (const auto& [rank, factor] : parse_slow_ranks(a.slow_ranks, p.ranks.size())) {
-    for (OpIndex o = 0; o < p.ops.size(); ++o) {
-      if (p.ops[o].type != OpType::compute || p.ops[o].rank != rank) continue;
+  SimGraph g;
+  if (a.ranks > 0) {
+    // The same pattern at another size, made again from the profile's synth options.
+    SynthArgs sa;
+    try {
+      sa = synth_args_of(p.metadata.generator);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("--ranks: " + a.profile + ": " + e.what());
+    }
+    sa.ranks = a.ranks;
+    if (a.iterations > 0) sa.iterations = a.iterations;
+    g = synthesize_graph(load_model(sa.model), synth_options(sa), link);
+    changes.push_back(fmt::format("the same {} at {} ranks ({} ops per iteration)", sa.pattern, g.ranks, g.ops.size()));
+    p.ops.clear();  // the ops are the graph's now
+    p.ranks.assign(g.ranks, Rank{});
+    for (RankId r = 0; r < g.ranks; ++r) p.ranks[r].id = r;
+  } else {
+    g = sim_graph(p, link);
+  }
+  const double build_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_build).count();
+  if (a.iterations > 0) g.iterations = a.iterations;
+  if (a.shared) g.rank_links = uniform_links(g.ranks, link.bps);
+  for (const auto& [rank, factor] : parse_slow_ranks(a.slow_ranks, g.ranks)) {
+    for (OpIndex o = 0; o < g.ops.size(); ++o) {
+      if (g.ops[o].type != OpType::compute || g.ops[o].rank != rank) continue;
       std::vector<Nanos> v;
       const auto& node = g.ops[o];
       for (std::uint32_t k = 0; k < node.dur_count; ++k) v.push_back(static_cast<Nanos>(static_cast<double>(g.durations[node.dur_begin + k]) * factor));
@@ -93,6 +129,7 @@ int simulate_command(const SimulateArgs& a) {
     }
     if (!(k >= 1)) throw std::invalid_argument("--compress '" + c + "': expected TENSOR:FACTOR with a factor of at least 1, like bucket0:4");
     const std::string name = c.substr(0, colon);
+    if (a.ranks > 0) throw std::invalid_argument("--compress works on the profile's own ops, not with --ranks");
     std::size_t hit = 0;
     for (OpIndex o = 0; o < p.ops.size(); ++o) {
       if (p.ops[o].type != OpType::send || (p.ops[o].tensor != name && p.ops[o].id != name)) continue;
@@ -108,16 +145,18 @@ int simulate_command(const SimulateArgs& a) {
   const auto times = r.iteration_times();
   const double mean = r.mean_iteration(times.size() > 1 ? 1 : 0);
   if (a.json) {
-    nlohmann::json j{{"profile", a.profile}, {"iterations", times.size()}, {"iteration_ns", times}, {"mean_iteration_ns", mean},
-                     {"makespan_ns", r.makespan}, {"events", r.events}, {"seconds", secs}, {"changes", changes}};
+    nlohmann::json j{{"profile", a.profile}, {"ranks", g.ranks}, {"ops", g.ops.size()}, {"iterations", times.size()},
+                     {"iteration_ns", times}, {"mean_iteration_ns", mean}, {"makespan_ns", r.makespan}, {"events", r.events},
+                     {"seconds", secs}, {"build_seconds", build_secs}, {"changes", changes}};
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("{}: {} ranks, {} ops, {} iterations at {} per flow{}\n", a.profile, p.ranks.size(), p.ops.size(), times.size(),
+  fmt::print("{}: {} ranks, {} ops, {} iterations at {} per flow{}\n", a.profile, g.ranks, g.ops.size(), times.size(),
              human_rate(link.bps), a.shared ? " (each rank's link shared by its flows)" : "");
   for (const std::string& c : changes) fmt::print("what-if: {}\n", c);
   fmt::print("mean iteration {} (after the first), makespan {}\n", human_duration(static_cast<Nanos>(mean)), human_duration(r.makespan));
-  fmt::print("{} events in {:.3f} s ({:.2f} M events/s)\n", r.events, secs, secs > 0 ? static_cast<double>(r.events) / secs / 1e6 : 0.0);
+  fmt::print("{} events in {:.3f} s ({:.2f} M events/s), after {:.3f} s making the graph\n", r.events, secs,
+             secs > 0 ? static_cast<double>(r.events) / secs / 1e6 : 0.0, build_secs);
   return 0;
 }
 
@@ -145,6 +184,9 @@ void add_analyze_commands(CLI::App& app, Action& action) {
       ->check(CLI::Range(0.0, 1000.0));
   c->add_option("--warmup", a->options.warmup, "Iterations left out of the means")->capture_default_str();
   c->add_option("--link-rate", a->link_rate, "A profile without observed timings is simulated at this rate")->capture_default_str();
+  c->add_option("--emit-mitigated", a->emit_mitigated,
+                "Write a changed profile that works around what was found (a ring order that avoids a slow pair, else the top "
+                "tensor compressed 4x), with its predicted gain; replay it to measure the real one");
   c->callback([&action, a] { action = [a] { return analyze_command(*a); }; });
 
   auto s = std::make_shared<SimulateArgs>();
@@ -161,6 +203,8 @@ void add_analyze_commands(CLI::App& app, Action& action) {
   m->add_flag("--shared", s->shared, "A rank's flows share its link (egress and ingress)");
   m->add_option("--iterations", s->iterations, "Iterations to simulate (default: the profile's)");
   m->add_option("--slow-rank", s->slow_ranks, "RANK:FACTOR: stretch one rank's compute (repeatable)");
+  m->add_option("--ranks", s->ranks, "Simulate the same pattern at this many ranks (a synthesised profile: from its metadata.generator)")
+      ->check(CLI::Range(2, 4096));
   m->add_option("--compress", s->compress, "TENSOR:FACTOR: divide the bytes of a tensor's (or op's) sends (repeatable)");
   m->add_flag("--json", s->json, "Machine-readable output");
   m->callback([&action, s] { action = [s] { return simulate_command(*s); }; });

@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "command.hpp"
+#include "tensorwire/view/chakra.hpp"
+#include "tensorwire/view/diagnosis_input.hpp"
 #include "tensorwire/capture/capture_session.hpp"
 #include "tensorwire/capture/chrome_trace.hpp"
 #include "tensorwire/capture/trace_report.hpp"
@@ -111,6 +113,19 @@ int export_command(const ExportArgs& a) {
   return 0;
 }
 
+struct ChakraArgs {
+  std::vector<std::string> sources;
+  std::string prefix;
+};
+
+int chakra_command(const ChakraArgs& a) {
+  const DiagnosisInput in = view::diagnosis_input(a.sources, 10e9);
+  const view::ChakraCounts c = view::write_chakra(in.profile, in.measured, a.prefix);
+  fmt::print(stderr, "tensorwire trace chakra: {} files {}.0.et ..., {} compute, {} send and {} receive nodes, {} dependencies\n", c.files,
+             a.prefix, c.compute, c.sends, c.recvs, c.dependencies);
+  return 0;
+}
+
 struct PcapngArgs {
   std::vector<std::string> dirs;
   std::string out;
@@ -192,6 +207,17 @@ void add_capture_commands(CLI::App& app, Action& action) {
   png->add_option("dirs", pn->dirs, "Capture directories (one per host)")->required();
   png->add_option("-o,--out", pn->out, "Output pcapng file")->required();
   png->callback([&action, pn] { action = [pn] { return pcapng_command(*pn); }; });
+
+  auto ch = std::make_shared<ChakraArgs>();
+  CLI::App* ct = t->add_subcommand("chakra", "Write a job as MLCommons Chakra execution traces (one file per rank) for ASTRA-sim");
+  ct->footer(
+      "  tensorwire trace chakra CAPTURE_DIR... | RUN_DIR | PROFILE.yaml -o PREFIX\n"
+      "Writes PREFIX.0.et ... one per rank: one iteration's compute ops (COMP_NODE, each at its measured median\n"
+      "duration) and messages (COMM_SEND_NODE on the sender, COMM_RECV_NODE on the receiver, with comm_src,\n"
+      "comm_dst, comm_size and comm_tag), their dependencies as data_deps (docs/analysis.md, \"Chakra\").");
+  ct->add_option("sources", ch->sources, "Capture directories (one per host), a run directory, or a profile")->required();
+  ct->add_option("-o,--out", ch->prefix, "Prefix of the files")->required();
+  ct->callback([&action, ch] { action = [ch] { return chakra_command(*ch); }; });
 }
 
 }  // namespace tw::cli

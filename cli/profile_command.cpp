@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "synth_options.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
 #include "tensorwire/core/text_table.hpp"
@@ -16,48 +17,11 @@
 namespace tw::cli {
 namespace {
 
-struct SynthArgs {
-  std::string model;
-  std::string pattern = "ring-allreduce";
-  std::uint32_t ranks = 4;
-  std::uint32_t servers = 1;
-  std::uint64_t iterations = 10;
-  double bucket_mib = 25;
-  double first_bucket_mib = 1;
-  double segment_kib = 1024;
-  double partition_mib = 4;
-  double agg_gbytes = 10;
-  double fwd_ms = 0;
-  double bwd_ms = 0;
-  double optimizer_ms = 0;
-  std::string out;
-};
-
-Bytes mib(double v, const char* option) {
-  if (!(v > 0) || v > 1024 * 1024) throw std::invalid_argument(std::string(option) + " must be positive");
-  return static_cast<Bytes>(std::llround(v * static_cast<double>(kMiB)));
-}
-
-Nanos ms(double v) { return static_cast<Nanos>(std::llround(v * 1e6)); }
-
 std::string number(double v) { return fmt::format("{:g}", v); }
 
 int run_synth(const SynthArgs& a) {
   const Model model = load_model(a.model);
-  SynthOptions o;
-  o.pattern = parse_pattern(a.pattern);
-  o.ranks = a.ranks;
-  o.servers = a.servers;
-  o.iterations = a.iterations;
-  o.bucket_bytes = mib(a.bucket_mib, "--bucket-mib");
-  o.first_bucket_bytes = mib(a.first_bucket_mib, "--first-bucket-mib");
-  o.max_segment_bytes = mib(a.segment_kib / 1024.0, "--segment-kib");
-  o.partition_bytes = mib(a.partition_mib, "--partition-mib");
-  if (!(a.agg_gbytes > 0)) throw std::invalid_argument("--agg-gbytes must be positive");
-  o.aggregate_bytes_per_s = a.agg_gbytes * 1e9;
-  if (a.fwd_ms != 0) o.fwd = ms(a.fwd_ms);
-  if (a.bwd_ms != 0) o.bwd = ms(a.bwd_ms);
-  o.optimizer = ms(a.optimizer_ms);
+  const SynthOptions o = synth_options(a);
 
   Profile p = synthesize(model, o);
   // The canonical command, so that the file says how to make it again.
@@ -183,22 +147,7 @@ void add_profile_command(CLI::App& app, Action& action) {
 
   auto synth = std::make_shared<SynthArgs>();
   CLI::App* s = profile->add_subcommand("synth", "Synthesise a profile from a model's tensor list and a communication pattern");
-  s->add_option("-m,--model", synth->model, "Bundled model (see `profile models`) or a tensor-list YAML file")->required();
-  s->add_option("-p,--pattern", synth->pattern, "ring-allreduce (PyTorch DDP over Gloo) or ps (parameter server)")
-      ->capture_default_str();
-  s->add_option("-n,--ranks,--workers", synth->ranks, "Ranks of the ring, or workers of the parameter server")
-      ->capture_default_str();
-  s->add_option("--servers", synth->servers, "Parameter servers (ps)")->capture_default_str();
-  s->add_option("-i,--iterations", synth->iterations, "Iterations to replay")->capture_default_str();
-  s->add_option("--bucket-mib", synth->bucket_mib, "DDP bucket size (bucket_cap_mb)")->capture_default_str();
-  s->add_option("--first-bucket-mib", synth->first_bucket_mib, "DDP's first, smaller bucket")->capture_default_str();
-  s->add_option("--segment-kib", synth->segment_kib, "Largest ring segment (Gloo)")->capture_default_str();
-  s->add_option("--partition-mib", synth->partition_mib, "ps: tensors larger than this are split into keys")
-      ->capture_default_str();
-  s->add_option("--agg-gbytes", synth->agg_gbytes, "ps: server aggregation rate, GB/s")->capture_default_str();
-  s->add_option("--fwd-ms", synth->fwd_ms, "Forward compute per iteration (default: the model's)");
-  s->add_option("--bwd-ms", synth->bwd_ms, "Backward compute per iteration (default: the model's)");
-  s->add_option("--optimizer-ms", synth->optimizer_ms, "Optimizer step per iteration on each worker (default: none)");
+  add_synth_options(s, *synth);
   s->add_option("-o,--out", synth->out, "Output file (default: standard output)");
   s->callback([&action, synth] { action = [synth] { return run_synth(*synth); }; });
 

@@ -46,6 +46,7 @@ void add_report_command(CLI::App& app, Action& action) {
   c->add_option("-o,--out", a->out, "The HTML file to write")->required();
   c->add_option("--top", a->options.top, "Rows in the top flows and slowest messages tables")->capture_default_str()->check(CLI::Range(1, 1000));
   c->add_flag("--json", a->json, "Write the report's data as JSON instead of the page");
+  c->add_flag("!--no-analysis", a->options.analyze, "Leave out the diagnosis (tensorwire analyze) of the sources");
   c->callback([&action, a] { action = [a] { return report_command(*a); }; });
 }
 

@@ -1,6 +1,7 @@
 #include "tensorwire/analysis/diagnosis.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -160,7 +161,7 @@ CriticalPath critical_path(const SimGraph& g, const GraphSimRun& run, std::size_
   if (run.instances.empty() || n == 0) return cp;
   from = from < n ? from : 0;
   std::vector<Nanos> op_time(g.ops.size(), 0);
-  std::vector<std::uint8_t> op_kind(g.ops.size(), 0);
+  std::vector<std::array<Nanos, 4>> op_kinds(g.ops.size(), {0, 0, 0, 0});
   double stack = 0;
   const std::size_t counted = n - from;
   for (std::size_t i = from; i < n; ++i) {
@@ -184,7 +185,7 @@ CriticalPath critical_path(const SimGraph& g, const GraphSimRun& run, std::size_
         if (d <= 0) return;
         total += d;
         op_time[cur] += d;
-        op_kind[cur] = kind;
+        op_kinds[cur][kind] += d;
         switch (kind) {
           case 0: cp.compute += d, comp += d, cp.rank_compute[node.rank] += d; break;
           case 1:
@@ -232,7 +233,11 @@ CriticalPath critical_path(const SimGraph& g, const GraphSimRun& run, std::size_
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
                     [&](OpIndex a, OpIndex b) { return op_time[a] > op_time[b]; });
   static const char* kKinds[] = {"compute", "network", "receipt", "gap"};
-  for (std::size_t k = 0; k < top && op_time[order[k]] > 0; ++k) cp.top.push_back({order[k], per(op_time[order[k]]), kKinds[op_kind[order[k]]]});
+  for (std::size_t k = 0; k < top && op_time[order[k]] > 0; ++k) {
+    const auto& kinds = op_kinds[order[k]];
+    const auto most = static_cast<std::size_t>(std::max_element(kinds.begin(), kinds.end()) - kinds.begin());
+    cp.top.push_back({order[k], per(op_time[order[k]]), kKinds[most]});
+  }
   return cp;
 }
 
@@ -490,6 +495,29 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
           m.ideal_hold[o2] = hmed;
           m.ideal_path[o2] = pmed;
         }
+      }
+    }
+  }
+  // A message's hold and path belong to its link: its peers are the messages at
+  // its place on the flows of the same class and length (a server's flows to
+  // each worker are peers of one another, though the server has no peer rank).
+  {
+    std::vector<std::vector<OpIndex>> flow_ops(p.flows.size());
+    for (OpIndex o2 = 0; o2 < p.ops.size(); ++o2) {
+      if (p.ops[o2].type == OpType::send) flow_ops[p.ops[o2].flow].push_back(o2);
+    }
+    std::map<std::pair<int, std::size_t>, std::vector<FlowIndex>> flow_groups;
+    for (FlowIndex f = 0; f < p.flows.size(); ++f) flow_groups[{flow_class(p, f), flow_ops[f].size()}].push_back(f);
+    for (const auto& entry : flow_groups) {
+      const std::vector<FlowIndex>& fl = entry.second;
+      for (std::size_t j = 0; j < flow_ops[fl.front()].size(); ++j) {
+        std::vector<Nanos> hold, path;
+        for (FlowIndex f : fl) {
+          counted_part(m.measured_hold[flow_ops[f][j]], hold);
+          counted_part(m.measured_path[flow_ops[f][j]], path);
+        }
+        const Nanos hmed = median_of(std::move(hold)), pmed = median_of(std::move(path));
+        for (FlowIndex f : fl) m.ideal_hold[flow_ops[f][j]] = hmed, m.ideal_path[flow_ops[f][j]] = pmed;
       }
     }
   }

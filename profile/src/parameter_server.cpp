@@ -9,7 +9,7 @@
 
 namespace tw::synth {
 
-Profile parameter_server(const Model& model, const SynthOptions& o) {
+Profile parameter_server(const Model& model, const SynthOptions& o, SimGraph* graph) {
   const std::uint32_t w = o.ranks;
   const std::uint32_t s = o.servers;
   if (w < 1 || w > 4096) throw std::invalid_argument("the parameter server needs --ranks (workers) from 1 to 4096");
@@ -26,7 +26,7 @@ Profile parameter_server(const Model& model, const SynthOptions& o) {
   p.metadata.description = model.name + " data-parallel with " + std::to_string(w) + " workers and " +
                            std::to_string(s) + " servers, tensors partitioned at " + human_bytes(o.partition_bytes) +
                            ", push then pull per key";
-  Builder b(p);
+  Builder b(p, graph);
   for (std::uint32_t i = 0; i < w; ++i) b.add_rank(Role::worker);
   for (std::uint32_t i = 0; i < s; ++i) b.add_rank(Role::server);
   for (const auto& t : model.tensors) p.tensors.push_back({t.name, t.bytes, "", t.dtype});
@@ -52,15 +52,15 @@ Profile parameter_server(const Model& model, const SynthOptions& o) {
 
       std::vector<Dependency> pushes;
       for (RankId r = 0; r < w; ++r) {
-        const OpIndex push = b.send(b.flow(r, server), "r" + std::to_string(r) + ".push." + key, bytes, t.name,
+        const OpIndex push = b.send(b.flow(r, server), [&] { return "r" + std::to_string(r) + ".push." + key; }, bytes, t.name,
                                     {local(bwd[r][layer_of[i]])});
         pushes.push_back(received(push));
       }
       const double seconds = static_cast<double>(bytes) * w / o.aggregate_bytes_per_s;
       const auto agg_time = std::max<Nanos>(1, static_cast<Nanos>(std::llround(seconds * 1e9)));
-      const OpIndex agg = b.compute(server, "r" + std::to_string(server) + ".agg." + key, agg_time, std::move(pushes));
+      const OpIndex agg = b.compute(server, [&] { return "r" + std::to_string(server) + ".agg." + key; }, agg_time, pushes);
       for (RankId r = 0; r < w; ++r) {
-        const OpIndex pull = b.send(b.flow(server, r), "r" + std::to_string(server) + ".pull." + key + ".r" + std::to_string(r),
+        const OpIndex pull = b.send(b.flow(server, r), [&] { return "r" + std::to_string(server) + ".pull." + key + ".r" + std::to_string(r); },
                                     bytes, t.name, {local(agg)});
         pulled[r].push_back(received(pull));
       }
@@ -70,10 +70,10 @@ Profile parameter_server(const Model& model, const SynthOptions& o) {
     for (RankId r = 0; r < w; ++r) {
       std::vector<Dependency> after = std::move(pulled[r]);
       after.push_back(local(bwd[r].front()));
-      b.compute(r, "r" + std::to_string(r) + ".opt", o.optimizer, std::move(after));
+      b.compute(r, [&] { return "r" + std::to_string(r) + ".opt"; }, o.optimizer, after);
     }
   }
-  p.index();
+  if (!graph) p.index();
   return p;
 }
 

@@ -44,7 +44,7 @@ std::vector<Bytes> ring_segments(Bytes bytes, std::uint32_t ranks, Bytes max_seg
 
 namespace synth {
 
-Profile ring_allreduce(const Model& model, const SynthOptions& o) {
+Profile ring_allreduce(const Model& model, const SynthOptions& o, SimGraph* graph) {
   const std::uint32_t n = o.ranks;
   if (n < 2 || n > 4096) throw std::invalid_argument("ring all-reduce needs --ranks from 2 to 4096");
   if (o.bucket_bytes == 0 || o.first_bucket_bytes == 0) throw std::invalid_argument("bucket sizes must be positive");
@@ -60,7 +60,7 @@ Profile ring_allreduce(const Model& model, const SynthOptions& o) {
                            human_bytes(o.first_bucket_bytes) + " then " + human_bytes(o.bucket_bytes) +
                            ", Gloo ring all-reduce (reduce-scatter + all-gather) in segments of at most " +
                            human_bytes(o.max_segment_bytes);
-  Builder b(p);
+  Builder b(p, graph);
   for (std::uint32_t r = 0; r < n; ++r) b.add_rank(Role::worker);
   std::vector<FlowIndex> right(n);
   for (std::uint32_t r = 0; r < n; ++r) right[r] = b.flow(r, (r + 1) % n);
@@ -82,6 +82,17 @@ Profile ring_allreduce(const Model& model, const SynthOptions& o) {
   for (std::uint32_t r = 0; r < n; ++r) bwd[r] = compute_chain(b, r, layers, times);
 
   const std::size_t element = dtype_size(model.dtype);
+  if (graph) {
+    // Millions of sends at scale: make room once.
+    std::size_t sends = 0;
+    for (const auto& bucket : buckets) {
+      Bytes bytes = 0;
+      for (std::size_t i : bucket) bytes += model.tensors[i].bytes;
+      sends += ring_segments(bytes, n, o.max_segment_bytes, element).size() * 2 * (n - 1);
+    }
+    graph->ops.reserve(graph->ops.size() + sends);
+    graph->deps.reserve(graph->deps.size() + sends);
+  }
   // gathered[r]: every all-gather segment rank r receives; the optimizer needs them all.
   std::vector<std::vector<Dependency>> gathered(n);
   for (std::size_t k = 0; k < buckets.size(); ++k) {
@@ -91,27 +102,30 @@ Profile ring_allreduce(const Model& model, const SynthOptions& o) {
     const auto segs = ring_segments(bytes, n, o.max_segment_bytes, element);
     const std::size_t per_shard = segs.size() / n;
     const std::string label = "bucket" + std::to_string(k);
-    // sent[r][j]: rank r's send of segment j in the previous round.
-    std::vector<std::vector<OpIndex>> sent(n, std::vector<OpIndex>(segs.size(), 0));
+    // sent[r][j - shard * per_shard]: rank r's send of segment j of its shard in
+    // the previous round; its right neighbour works on the same shard now.
+    std::vector<std::vector<OpIndex>> sent(n, std::vector<OpIndex>(per_shard, 0));
+    std::vector<std::vector<OpIndex>> now = sent;
+    std::vector<Dependency> after(1);
     const std::uint32_t rounds = 2 * (n - 1);
     for (std::uint32_t round = 0; round < rounds; ++round) {
-      std::vector<std::vector<OpIndex>> now(n, std::vector<OpIndex>(segs.size(), 0));
       for (std::uint32_t r = 0; r < n; ++r) {
         const std::uint32_t shard = (r + n - round % n) % n;
         const std::uint32_t left = (r + n - 1) % n;
         for (std::size_t j = shard * per_shard; j < (shard + 1) * per_shard; ++j) {
           if (segs[j] == 0) continue;
-          std::vector<Dependency> after;
-          if (round == 0) after.push_back(local(bwd[r][ready_layer]));
-          else after.push_back(received(sent[left][j]));
-          now[r][j] = b.send(right[r],
-                             "r" + std::to_string(r) + ".b" + std::to_string(k) + ".k" + std::to_string(round) + ".s" +
-                                 std::to_string(j),
-                             segs[j], label, std::move(after));
-          if (round + 1 >= n) gathered[(r + 1) % n].push_back(received(now[r][j]));
+          const std::size_t slot = j - shard * per_shard;
+          after[0] = round == 0 ? local(bwd[r][ready_layer]) : received(sent[left][slot]);
+          now[r][slot] = b.send(right[r],
+                                [&] {
+                                  return "r" + std::to_string(r) + ".b" + std::to_string(k) + ".k" + std::to_string(round) + ".s" +
+                                         std::to_string(j);
+                                },
+                                segs[j], label, after);
+          if (round + 1 >= n && o.optimizer > 0) gathered[(r + 1) % n].push_back(received(now[r][slot]));
         }
       }
-      sent = std::move(now);
+      std::swap(sent, now);
     }
   }
 
@@ -119,10 +133,10 @@ Profile ring_allreduce(const Model& model, const SynthOptions& o) {
     for (std::uint32_t r = 0; r < n; ++r) {
       std::vector<Dependency> after = std::move(gathered[r]);
       after.push_back(local(bwd[r].front()));  // the last backward op
-      b.compute(r, "r" + std::to_string(r) + ".opt", o.optimizer, std::move(after));
+      b.compute(r, [&] { return "r" + std::to_string(r) + ".opt"; }, o.optimizer, after);
     }
   }
-  p.index();
+  if (!graph) p.index();
   return p;
 }
 

@@ -17,7 +17,8 @@ Pattern parse_pattern(const std::string& name) {
 
 const char* pattern_name(Pattern p) { return p == Pattern::ring_allreduce ? "ring-allreduce" : "ps"; }
 
-Profile synthesize(const Model& model, const SynthOptions& o) {
+namespace {
+void check_options(const Model& model, const SynthOptions& o) {
   if (model.tensors.empty()) throw std::invalid_argument("model '" + model.name + "' has no tensors");
   if (o.iterations == 0 || o.iterations > limits::kMaxIterations) {
     throw std::invalid_argument("--iterations must be from 1 to " + std::to_string(limits::kMaxIterations));
@@ -27,7 +28,24 @@ Profile synthesize(const Model& model, const SynthOptions& o) {
   if (o.optimizer < 0 || o.optimizer > limits::kMaxDuration) throw std::invalid_argument("--optimizer-ms must be zero or more and at most an hour");
   if (!o.fwd && model.fwd <= 0) throw std::invalid_argument("model '" + model.name + "' gives no forward time: pass --fwd-ms");
   if (!o.bwd && model.bwd <= 0) throw std::invalid_argument("model '" + model.name + "' gives no backward time: pass --bwd-ms");
+}
+}  // namespace
+
+Profile synthesize(const Model& model, const SynthOptions& o) {
+  check_options(model, o);
   return o.pattern == Pattern::ring_allreduce ? synth::ring_allreduce(model, o) : synth::parameter_server(model, o);
+}
+
+SimGraph synthesize_graph(const Model& model, const SynthOptions& o, const FlowModel& link) {
+  check_options(model, o);
+  SimGraph g;
+  const Profile p = o.pattern == Pattern::ring_allreduce ? synth::ring_allreduce(model, o, &g) : synth::parameter_server(model, o, &g);
+  g.ranks = static_cast<std::uint32_t>(p.ranks.size());
+  g.iterations = p.iterations;
+  g.barrier = p.iteration_barrier;
+  g.flows.assign(p.flows.size(), link);
+  for (const Flow& f : p.flows) g.flow_src.push_back(f.src), g.flow_dst.push_back(f.dst);
+  return g;
 }
 
 namespace synth {
@@ -44,26 +62,44 @@ FlowIndex Builder::flow(RankId src, RankId dst) {
   return it->second;
 }
 
-OpIndex Builder::compute(RankId rank, std::string id, Nanos duration, std::vector<Dependency> after) {
+OpIndex Builder::node(OpType type, RankId rank, FlowIndex flow, Bytes bytes, Nanos duration, const std::vector<Dependency>& after) {
+  SimGraph::Node n;
+  n.type = type;
+  n.rank = rank;
+  n.flow = flow;
+  n.bytes = bytes;
+  n.dep_begin = static_cast<std::uint32_t>(g_->deps.size());
+  n.dep_count = static_cast<std::uint32_t>(after.size());
+  g_->deps.insert(g_->deps.end(), after.begin(), after.end());
+  if (type == OpType::compute) {
+    n.dur_begin = static_cast<std::uint32_t>(g_->durations.size());
+    n.dur_count = 1;
+    g_->durations.push_back(duration);
+  }
+  g_->ops.push_back(n);
+  return static_cast<OpIndex>(g_->ops.size() - 1);
+}
+
+OpIndex Builder::add_compute(RankId rank, std::string id, Nanos duration, const std::vector<Dependency>& after) {
   Op op;
   op.id = std::move(id);
   op.type = OpType::compute;
   op.rank = rank;
   op.duration = duration;
-  op.after = std::move(after);
+  op.after = after;
   p_.ops.push_back(std::move(op));
   return static_cast<OpIndex>(p_.ops.size() - 1);
 }
 
-OpIndex Builder::send(FlowIndex flow, std::string id, Bytes bytes, std::string tensor, std::vector<Dependency> after) {
+OpIndex Builder::add_send(FlowIndex flow, std::string id, Bytes bytes, const std::string& tensor, const std::vector<Dependency>& after) {
   Op op;
   op.id = std::move(id);
   op.type = OpType::send;
   op.flow = flow;
   op.rank = p_.flows[flow].src;
   op.bytes = bytes;
-  op.tensor = std::move(tensor);
-  op.after = std::move(after);
+  op.tensor = tensor;
+  op.after = after;
   p_.ops.push_back(std::move(op));
   return static_cast<OpIndex>(p_.ops.size() - 1);
 }
@@ -128,12 +164,12 @@ std::vector<OpIndex> compute_chain(Builder& b, RankId rank, const std::vector<La
   const std::string prefix = "r" + std::to_string(rank) + ".";
   std::vector<Dependency> prev;
   for (std::size_t l = 0; l < layers.size(); ++l) {
-    const OpIndex op = b.compute(rank, prefix + "fwd." + sanitize(layers[l].name), t.fwd[l], prev);
+    const OpIndex op = b.compute(rank, [&] { return prefix + "fwd." + sanitize(layers[l].name); }, t.fwd[l], prev);
     prev = {local(op)};
   }
   std::vector<OpIndex> bwd(layers.size(), 0);
   for (std::size_t l = layers.size(); l-- > 0;) {
-    bwd[l] = b.compute(rank, prefix + "bwd." + sanitize(layers[l].name), t.bwd[l], prev);
+    bwd[l] = b.compute(rank, [&] { return prefix + "bwd." + sanitize(layers[l].name); }, t.bwd[l], prev);
     prev = {local(bwd[l])};
   }
   return bwd;

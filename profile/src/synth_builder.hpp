@@ -7,23 +7,38 @@
 #include <vector>
 
 #include "tensorwire/core/profile.hpp"
+#include "tensorwire/core/sim_graph.hpp"
 #include "tensorwire/profile/model.hpp"
 #include "tensorwire/profile/synth.hpp"
 
 namespace tw::synth {
 
+// Appends to a profile, or (with `graph`) only its ranks and flows to the
+// profile and the ops to the compact graph: then op ids (`id`, called only for a
+// profile) and tensor labels are not made, so that thousands of ranks fit.
 class Builder {
  public:
-  explicit Builder(Profile& p) : p_(p) {}
+  explicit Builder(Profile& p, SimGraph* graph = nullptr) : p_(p), g_(graph) {}
 
   RankId add_rank(Role role);
   // The flow src -> dst, created on first use with id "r<src>-r<dst>".
   FlowIndex flow(RankId src, RankId dst);
-  OpIndex compute(RankId rank, std::string id, Nanos duration, std::vector<Dependency> after);
-  OpIndex send(FlowIndex flow, std::string id, Bytes bytes, std::string tensor, std::vector<Dependency> after);
+  template <typename Id>
+  OpIndex compute(RankId rank, const Id& id, Nanos duration, const std::vector<Dependency>& after) {
+    return g_ ? node(OpType::compute, rank, 0, 0, duration, after) : add_compute(rank, id(), duration, after);
+  }
+  template <typename Id>
+  OpIndex send(FlowIndex flow, const Id& id, Bytes bytes, const std::string& tensor, const std::vector<Dependency>& after) {
+    return g_ ? node(OpType::send, p_.flows[flow].src, flow, bytes, 0, after) : add_send(flow, id(), bytes, tensor, after);
+  }
 
  private:
+  OpIndex add_compute(RankId rank, std::string id, Nanos duration, const std::vector<Dependency>& after);
+  OpIndex add_send(FlowIndex flow, std::string id, Bytes bytes, const std::string& tensor, const std::vector<Dependency>& after);
+  OpIndex node(OpType type, RankId rank, FlowIndex flow, Bytes bytes, Nanos duration, const std::vector<Dependency>& after);
+
   Profile& p_;
+  SimGraph* g_;
   std::map<std::pair<RankId, RankId>, FlowIndex> flows_;
 };
 
@@ -48,7 +63,8 @@ std::string sanitize(const std::string& name);
 // The layer of each tensor.
 std::vector<std::size_t> layer_of_tensors(const Model& model, const std::vector<Layer>& layers);
 
-Profile ring_allreduce(const Model& model, const SynthOptions& o);
-Profile parameter_server(const Model& model, const SynthOptions& o);
+// With `graph`, the ops go there and the profile keeps ranks and flows only.
+Profile ring_allreduce(const Model& model, const SynthOptions& o, SimGraph* graph = nullptr);
+Profile parameter_server(const Model& model, const SynthOptions& o, SimGraph* graph = nullptr);
 
 }  // namespace tw::synth

@@ -42,6 +42,11 @@ assert data["comparison"] and data["comparison"]["iterations"] == 12, data["comp
 # Every flow of the run in the heatmap (3 ranks in a ring: 3 pairs), each with a rate.
 assert sum(v > 0 for row in a["heatmap"]["gbps"] for v in row) == len(rates["flows"]) == 3, (a["heatmap"], rates["flows"])
 assert a["timeline"] and a["timeline"]["items"] and 0 < a["timeline"]["iteration_us"] < 1e6
+# The diagnosis of the run, drawn as tables: a row per rank, per host pair, per tensor.
+an = data["analysis"]
+assert an and an["measured_ns"] > 0 and len(an["stragglers"]) == 3, an
+rows = {c["title"].split(":")[0]: c["rows"] for c in page["charts"]}
+assert rows.get("stragglers") == 1 + 3 and rows.get("links", 0) >= 2 and rows.get("compression", 0) >= 2, rows
 PY
 }
 check "report: loads in Chromium with no error, fetches nothing, every chart has data, numbers are the run's" report_in_browser

@@ -19,25 +19,19 @@ With --json, checks a trace-event JSON file instead: complete events nest on
 every thread, every flow's "s" has its "f", counters have values.
 
 usage: check_trace.py TRACE.pftrace | --json TRACE.json"""
-import atexit
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import zlib
+
+sys.dont_write_bytecode = True  # nothing written into the source tree
+import proto_module  # noqa: E402 (this directory)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def load_module():
-    out = tempfile.mkdtemp(prefix="tw-proto-")
-    atexit.register(shutil.rmtree, out, True)
-    subprocess.run(["protoc", f"-I{HERE}", f"--python_out={out}", os.path.join(HERE, "perfetto_trace.proto")], check=True)
-    sys.path.insert(0, out)
-    import perfetto_trace_pb2  # noqa: E402
-    return perfetto_trace_pb2
+    return proto_module.load("perfetto_trace.proto")
 
 
 def fail(msg):

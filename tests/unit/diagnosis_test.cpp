@@ -8,6 +8,7 @@
 #include "inline_profile.hpp"
 #include "tensorwire/analysis/diagnosis.hpp"
 #include "tensorwire/analysis/graph_sim.hpp"
+#include "tensorwire/analysis/mitigation.hpp"
 #include "tensorwire/analysis/simulator.hpp"
 
 namespace tw {
@@ -222,7 +223,6 @@ TEST(Diagnosis, NamesAnInjectedSlowLinkAndItsCost) {
   SimOptions slow = clean;
   slow.links[1].egress_bps = 2e9;  // rank 1's only flow goes to rank 2
   const Diagnosis d = diagnose(input_of(p, slow));
-  std::printf("%s", diagnosis_text(d, p).c_str());
   ASSERT_FALSE(d.links.empty());
   EXPECT_EQ(d.links[0].a, "h1");
   EXPECT_EQ(d.links[0].b, "h2");
@@ -240,6 +240,56 @@ TEST(Diagnosis, RejectsATimelineWithoutIterations) {
   DiagnosisInput in;
   in.profile = p;
   EXPECT_THROW(diagnose(in), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tw
+
+namespace tw {
+namespace {
+
+TEST(Mitigation, RingOrderAvoidsTheSlowPairAndCompressionIsTheFallback) {
+  Profile p = test::bundled_profile("resnet50-ring-4.yaml");
+  p.iterations = 6;
+  EXPECT_EQ(ring_next(p), (std::vector<RankId>{1, 2, 3, 0}));
+  EXPECT_TRUE(ring_next(test::bundled_profile("resnet50-ps-4w2s.yaml")).empty());
+  SimOptions slow;
+  slow.links = uniform_links(4, 10e9);
+  slow.links[1].egress_bps = 2e9;
+  const DiagnosisInput in = input_of(p, slow);
+  const Diagnosis d = diagnose(in);
+  std::string why;
+  const auto m = mitigate(in, d, DiagnosisOptions{}, why);
+  ASSERT_TRUE(m) << why;
+  EXPECT_EQ(m->kind, "reorder");
+  EXPECT_GT(m->predicted, 0);
+  const std::vector<RankId> next = ring_next(m->profile);
+  ASSERT_EQ(next.size(), 4u);
+  for (RankId r = 0; r < 4; ++r) {
+    // Rank r of the new profile runs on host r: hosts 1 and 2 are no neighbours.
+    const std::pair<RankId, RankId> e{std::min(r, next[r]), std::max(r, next[r])};
+    EXPECT_NE(e, (std::pair<RankId, RankId>{1, 2})) << r;
+  }
+  // Every op and flow kept, each on its renamed rank.
+  ASSERT_EQ(m->profile.ops.size(), p.ops.size());
+  for (OpIndex o = 0; o < p.ops.size(); ++o) EXPECT_EQ(m->profile.ops[o].rank, m->perm[p.ops[o].rank]);
+
+  // No slow link: the top tensor, compressed.
+  SimOptions clean;
+  clean.links = uniform_links(4, 10e9);
+  const DiagnosisInput in2 = input_of(p, clean);
+  const Diagnosis d2 = diagnose(in2);
+  const auto c = mitigate(in2, d2, DiagnosisOptions{}, why);
+  ASSERT_TRUE(c) << why;
+  EXPECT_EQ(c->kind, "compress");
+  Bytes before = 0, after = 0;
+  for (OpIndex o = 0; o < p.ops.size(); ++o) {
+    if (p.ops[o].tensor != d2.compression[0].tensor) continue;
+    before += p.ops[o].bytes;
+    after += c->profile.ops[o].bytes;
+  }
+  EXPECT_GT(before, 0u);
+  EXPECT_NEAR(static_cast<double>(after), static_cast<double>(before) / 4, static_cast<double>(before) * 0.01);
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <unordered_map>
 
 #include "tensorwire/analysis/compare.hpp"
+#include "tensorwire/analysis/diagnosis.hpp"
+#include "tensorwire/view/diagnosis_input.hpp"
 #include "tensorwire/analysis/sources.hpp"
 #include "tensorwire/analysis/timeline.hpp"
 #include "tensorwire/core/profile_io.hpp"
@@ -419,6 +421,15 @@ nlohmann::json report_data(const ReportOptions& o) {
     j["sources"].push_back(source_json(b, db, o.top));
   } else {
     j["sources"].push_back(source_json(a, da, o.top));
+  }
+  if (o.analyze) {
+    // What cannot be diagnosed (no timed iteration) leaves a note, not a failed report.
+    try {
+      const DiagnosisInput in = diagnosis_input(o.sources, 10e9);
+      j["analysis"] = diagnosis_json(diagnose(in), in.profile);
+    } catch (const std::exception& e) {
+      j["analysis_note"] = std::string("not analysed: ") + e.what();
+    }
   }
   return j;
 }

@@ -206,9 +206,32 @@
 
   // Analysis.
   {
-    const s = section("Analysis", "Stragglers, slow links, the critical path and what to compress (tensorwire analyze).");
-    if (data.analysis) s.appendChild(el("pre", { text: JSON.stringify(data.analysis, null, 2) }));
-    else s.appendChild(el("p", { class: "note", text: "not analysed: no analysis results were given for these sources" }));
+    const s = section("Analysis", "Stragglers, slow links and what each costs per iteration, the critical path, the verdict and what to compress (tensorwire analyze; docs/analysis.md).");
+    const a = data.analysis;
+    if (!a) {
+      s.appendChild(el("p", { class: "note", text: data.analysis_note || "not analysed" }));
+    } else {
+      const ms = (ns) => fmt(ns / 1e6, 2);
+      const pct = (v) => (v >= 0 ? "+" : "") + fmt(v * 100, 1) + "%";
+      s.appendChild(el("p", { id: "analysis-summary", text: `iteration time: measured ${ms(a.measured_ns)} ms; the job as measured, simulated ${ms(a.simulated_ns)} ms (${pct(a.sim_error)}, ${a.reproduces ? "reproduces it" : "does NOT reproduce it"}); ideal ${ms(a.ideal_ns)} ms` }));
+      const named = [];
+      for (const x of a.stragglers) if (x.named) named.push(`rank ${x.rank} (${x.host}) is a straggler: without it ${ms(a.simulated_ns - x.without_ns)} ms per iteration`);
+      for (const x of a.links) if (x.named) named.push(`the link ${x.a} - ${x.b} is slow: at the others' rate ${ms(a.simulated_ns - x.without_ns)} ms per iteration`);
+      s.appendChild(el("p", { id: "analysis-named", class: named.length ? "" : "note", text: named.length ? named.join("; ") : `no straggler or slow link stands out by ${fmt(a.threshold * 100, 0)}% of the ideal` }));
+      const st = chartBox(s, "stragglers: each rank put back to its measured timing", a.stragglers.length);
+      st.appendChild(table(["rank", "host", "score", "compute/iter (ms)", "peers' median (ms)", "others waited on it (ms)", "impact (ms)", "without it (ms)", "named"],
+        a.stragglers.map((x) => [x.rank, x.host, fmt(x.score, 2), ms(x.compute_ns), ms(x.peers_compute_ns), ms(x.waited_on_ns), ms(x.impact_ns), ms(x.without_ns), x.named ? "yes" : ""]), [1]));
+      const lk = chartBox(s, "links: each host pair put back to its measured timing", a.links.length);
+      lk.appendChild(table(["pair", "rate (Gb/s)", "others' (Gb/s)", "achieved (Gb/s)", "retransmits", "impact (ms)", "without it (ms)", "named"],
+        a.links.map((x) => [`${x.a} - ${x.b}`, fmt(x.rate_bps / 1e9, 2), fmt(x.peers_bps / 1e9, 2), fmt(x.achieved_bps / 1e9, 2),
+          x.evidence ? x.evidence.retransmits : "–", ms(x.impact_ns), ms(x.without_ns), x.named ? "yes" : ""]), [0]));
+      const c = a.critical_path, v = a.verdict;
+      const share = (ns) => fmt((100 * ns) / Math.max(c.length_ns, 1), 0) + "%";
+      s.appendChild(el("p", { id: "analysis-path", text: `critical path: ${ms(c.length_ns)} ms per iteration: compute ${share(c.compute_ns)}, network ${share(c.network_ns)}, receipt ${share(c.receipt_ns)}, gaps ${share(c.gap_ns)}. Verdict: ${v.bound}-bound (compute ${fmt(v.compute_share * 100, 0)}%, communication ${fmt(v.communication_share * 100, 0)}%); with messages taking no time ${ms(v.no_network_ns)} ms, with compute taking no time ${ms(v.no_compute_ns)} ms.` }));
+      const cp = chartBox(s, `compression: saving per iteration (ms) at a cost of ${fmt(a.compression.ns_per_byte, 2)} ns per byte`, a.compression.tensors.length);
+      cp.appendChild(table(["tensor", "bytes", "messages"].concat(a.compression.factors.map((k) => `${k}x`)),
+        a.compression.tensors.map((x) => [x.tensor, bytes(x.bytes), x.messages].concat(x.saving_ns.map(ms))), [0]));
+    }
   }
   document.body.setAttribute("data-ready", "1");
 })();

@@ -14,6 +14,7 @@ struct ReportOptions {
   std::vector<std::string> sources;  // capture directories (one per host), a run directory, or a profile
   std::vector<std::string> against;  // the same for the original; empty: none
   std::size_t top = 10;              // rows in the top flows and messages tables
+  bool analyze = true;               // the diagnosis of `sources` (tensorwire analyze) in its section
 };
 
 // What the page plots, as JSON (docs/report.md lists the fields). Throws

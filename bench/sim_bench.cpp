@@ -1,0 +1,63 @@
+// How fast the what-if simulator runs: the synthesised ResNet-50 ring all-reduce
+// (DDP buckets, Gloo's segments) at 4 to 1024 ranks, one iteration. Baselines in
+// the same run: the Executor-based simulator (the agents' own rules, one state
+// per rank) where it fits, and a binary heap pushing and popping as many events
+// as the simulation handled (the floor of any discrete-event simulator).
+// Targets (issue 14): at least a million events a second; 1024 ranks, graph
+// made and simulated, in under 10 s. Prints a Markdown fragment for
+// docs/BENCHMARKS.md.
+//   sim_bench [RUNS]
+#include <cstdio>
+#include <queue>
+#include <random>
+
+#include "timing.hpp"
+#include "tensorwire/analysis/graph_sim.hpp"
+#include "tensorwire/analysis/simulator.hpp"
+#include "tensorwire/profile/model.hpp"
+#include "tensorwire/profile/synth.hpp"
+
+int main(int argc, char** argv) {
+  const int runs = argc > 1 ? std::stoi(argv[1]) : 3;
+  const tw::Model model = tw::load_model("resnet50");
+  std::printf("## What-if simulator\n\n");
+  std::printf("ResNet-50 ring all-reduce as `profile synth` makes it (25 MiB DDP buckets, Gloo segments of at most 1 MiB),\n");
+  std::printf("one iteration, every flow at 10 Gb/s; median of %d runs. *Heap floor*: pushing and popping as many\n", runs);
+  std::printf("events through a binary heap. *Executor-based*: analysis/simulator.hpp on the same profile.\n\n");
+  std::printf("| ranks | ops | events | make the graph | simulate | events/s | heap floor | Executor-based | total (target < 10 s at 1024) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (const std::uint32_t n : {4u, 16u, 64u, 256u, 1024u}) {
+    tw::SynthOptions o;
+    o.ranks = n;
+    o.iterations = 1;
+    tw::FlowModel link;
+    tw::SimGraph g;
+    const double make = tw::bench::median_seconds(runs, [&] { g = tw::synthesize_graph(model, o, link); });
+    std::uint64_t events = 0;
+    const double sim = tw::bench::median_seconds(runs, [&] { events = tw::simulate_graph(g).events; });
+    const double floor = tw::bench::median_seconds(runs, [&] {
+      std::priority_queue<std::pair<std::int64_t, std::uint64_t>, std::vector<std::pair<std::int64_t, std::uint64_t>>, std::greater<>> heap;
+      std::mt19937_64 rng(1);
+      std::int64_t now = 0;
+      const std::uint64_t width = std::max<std::uint64_t>(1, n * 4);  // events in flight, as the simulation keeps them
+      for (std::uint64_t i = 0; i < width; ++i) heap.push({static_cast<std::int64_t>(rng() % 1000000), i});
+      for (std::uint64_t i = width; i < events; ++i) {
+        now = heap.top().first;
+        heap.pop();
+        heap.push({now + static_cast<std::int64_t>(rng() % 1000000), i});
+      }
+    });
+    std::string executor = "-";
+    if (n <= 64) {
+      const tw::Profile p = tw::synthesize(model, o);
+      tw::SimOptions so;
+      const double t = tw::bench::median_seconds(runs, [&] { (void)tw::simulate(p, so); });
+      executor = tw::bench::seconds_text(t);
+    }
+    std::printf("| %u | %zu | %llu | %s | %s | %.2f M | %s | %s | %s |\n", n, g.ops.size(), static_cast<unsigned long long>(events),
+                tw::bench::seconds_text(make).c_str(), tw::bench::seconds_text(sim).c_str(), static_cast<double>(events) / sim / 1e6,
+                tw::bench::seconds_text(floor).c_str(), executor.c_str(), tw::bench::seconds_text(make + sim).c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}

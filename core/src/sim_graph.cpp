@@ -1,0 +1,61 @@
+#include "tensorwire/core/sim_graph.hpp"
+
+namespace tw {
+
+void SimGraph::set_table(std::vector<Nanos>& table, std::uint32_t& begin, std::uint32_t& count, const std::vector<Nanos>& values) {
+  begin = static_cast<std::uint32_t>(table.size());
+  count = static_cast<std::uint32_t>(values.size());
+  table.insert(table.end(), values.begin(), values.end());
+}
+void SimGraph::set_durations(OpIndex op, const std::vector<Nanos>& v) { set_table(durations, ops.at(op).dur_begin, ops.at(op).dur_count, v); }
+void SimGraph::set_gaps(OpIndex op, const std::vector<Nanos>& v) { set_table(gaps, ops.at(op).gap_begin, ops.at(op).gap_count, v); }
+void SimGraph::set_lags(OpIndex op, const std::vector<Nanos>& v) { set_table(lags, ops.at(op).lag_begin, ops.at(op).lag_count, v); }
+void SimGraph::set_holds(OpIndex op, const std::vector<Nanos>& v) { set_table(holds, ops.at(op).hold_begin, ops.at(op).hold_count, v); }
+void SimGraph::set_paths(OpIndex op, const std::vector<Nanos>& v) { set_table(paths, ops.at(op).path_begin, ops.at(op).path_count, v); }
+
+SimGraph sim_graph(const Profile& p, const FlowModel& link) {
+  SimGraph g;
+  g.ranks = static_cast<std::uint32_t>(p.ranks.size());
+  g.iterations = p.iterations;
+  g.barrier = p.iteration_barrier;
+  g.ops.resize(p.ops.size());
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    SimGraph::Node& n = g.ops[i];
+    n.type = op.type;
+    n.rank = op.rank;
+    n.flow = op.flow;
+    n.bytes = op.type == OpType::send ? op.bytes : 0;
+    n.dep_begin = static_cast<std::uint32_t>(g.deps.size());
+    n.dep_count = static_cast<std::uint32_t>(op.after.size());
+    g.deps.insert(g.deps.end(), op.after.begin(), op.after.end());
+    if (op.type == OpType::compute) {
+      n.dur_begin = static_cast<std::uint32_t>(g.durations.size());
+      if (op.durations.empty()) {
+        g.durations.push_back(op.duration);
+      } else {
+        g.durations.insert(g.durations.end(), op.durations.begin(), op.durations.end());
+      }
+      n.dur_count = static_cast<std::uint32_t>(g.durations.size() - n.dur_begin);
+    }
+    if (!op.gaps.empty() || op.gap != 0) {
+      n.gap_begin = static_cast<std::uint32_t>(g.gaps.size());
+      if (op.gaps.empty()) {
+        g.gaps.push_back(op.gap);
+      } else {
+        g.gaps.insert(g.gaps.end(), op.gaps.begin(), op.gaps.end());
+      }
+      n.gap_count = static_cast<std::uint32_t>(g.gaps.size() - n.gap_begin);
+    }
+  }
+  for (const Flow& f : p.flows) {
+    g.flow_src.push_back(f.src);
+    g.flow_dst.push_back(f.dst);
+    FlowModel m = link;
+    m.read_lag = f.read_lag;
+    g.flows.push_back(m);
+  }
+  return g;
+}
+
+}  // namespace tw
