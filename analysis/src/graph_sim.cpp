@@ -33,7 +33,7 @@ namespace {
 
 constexpr Nanos kNever = std::numeric_limits<Nanos>::max();
 
-enum class Kind : std::uint8_t { compute_done, send_done, received, wake_compute, wake_flow, transfer_begin, net_done };
+enum class Kind : std::uint8_t { compute_done, send_done, received, sent_and_received, wake_compute, wake_flow, transfer_begin, net_done };
 
 struct Event {
   Nanos at;
@@ -42,8 +42,54 @@ struct Event {
   std::uint32_t iteration;  // net_done: the slot's version
   Kind kind;
 };
-struct Later {
-  bool operator()(const Event& a, const Event& b) const { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
+// The pending events, earliest first (ties: first scheduled first). A 4-ary heap
+// of one 128-bit key per event (time, then sequence number) beside the event
+// itself: one compare per child, and half the levels of a binary heap; the
+// simulator spends most of its time here.
+class EventQueue {
+ public:
+  bool empty() const { return keys_.empty(); }
+  const Event& top() const { return events_[0]; }
+  void push(const Event& e) {
+    std::size_t i = keys_.size();
+    keys_.push_back(key(e));
+    events_.push_back(e);
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / 4;
+      if (keys_[parent] <= keys_[i]) break;
+      std::swap(keys_[parent], keys_[i]);
+      std::swap(events_[parent], events_[i]);
+      i = parent;
+    }
+  }
+  void pop() {
+    const std::size_t n = keys_.size() - 1;
+    keys_[0] = keys_[n];
+    events_[0] = events_[n];
+    keys_.pop_back();
+    events_.pop_back();
+    std::size_t i = 0;
+    for (;;) {
+      const std::size_t first = 4 * i + 1;
+      if (first >= n) break;
+      std::size_t best = first;
+      const std::size_t last = std::min(first + 4, n);
+      for (std::size_t c = first + 1; c < last; ++c) best = keys_[c] < keys_[best] ? c : best;
+      if (keys_[i] <= keys_[best]) break;
+      std::swap(keys_[i], keys_[best]);
+      std::swap(events_[i], events_[best]);
+      i = best;
+    }
+  }
+
+ private:
+  __extension__ using Key = unsigned __int128;
+  static Key key(const Event& e) {
+    // Times are >= 0 in a simulation; the sign bit flipped keeps the order if not.
+    return (static_cast<Key>(static_cast<std::uint64_t>(e.at) ^ (std::uint64_t{1} << 63)) << 64) | e.seq;
+  }
+  std::vector<Key> keys_;
+  std::vector<Event> events_;
 };
 
 struct Queued {
@@ -78,10 +124,7 @@ class Engine {
     for (const FlowModel& m : g.flows) {
       if (!(m.bps > 0) || m.path_bps < 0 || m.per_message < 0 || m.latency < 0 || m.read_lag < 0) throw std::invalid_argument("simulation: a flow without a positive rate");
     }
-    done_.assign(n, 0);
-    recv_.assign(n, 0);
-    armed_.assign(n, -1);
-    missing_.assign(n, 0);
+    st_.assign(n, OpState{});
     // Successors, as compressed rows.
     std::vector<std::uint32_t> count(n + 1, 0);
     own_begin_.assign(g.ranks + 1, 0);
@@ -157,12 +200,14 @@ class Engine {
           dispatch_compute(g_.ops[e.id].rank);
           break;
         }
-        case Kind::send_done: {
+        case Kind::send_done:
+        case Kind::sent_and_received: {
           const FlowIndex fl = g_.ops[e.id].flow;
           flows_[fl].busy = false;
           flows_[fl].free_since = now_;
           completed(e.id, e.iteration, false);
           dispatch_flow(fl);
+          if (e.kind == Kind::sent_and_received) completed(e.id, e.iteration, true);
           break;
         }
         case Kind::received: completed(e.id, e.iteration, true); break;
@@ -233,16 +278,16 @@ class Engine {
   }
 
   void arm(OpIndex op, std::uint32_t it, Nanos now) {
-    armed_[op] = it;
+    st_[op].armed = static_cast<std::int64_t>(it);
     const SimGraph::Node& n = g_.ops[op];
     std::uint32_t missing = 0;
     for (std::uint32_t k = 0; k < n.dep_count; ++k) {
       const Dependency& d = g_.deps[n.dep_begin + k];
       const std::int64_t need = static_cast<std::int64_t>(it) - d.iterations_back;
-      const std::uint32_t have = d.recv ? recv_[d.op] : done_[d.op];
+      const std::uint32_t have = d.recv ? st_[d.op].recv : st_[d.op].done;
       if (need >= 0 && have <= static_cast<std::uint64_t>(need)) ++missing;
     }
-    missing_[op] = missing;
+    st_[op].missing = missing;
     if (missing == 0) ready(op, it, now);
   }
 
@@ -334,20 +379,25 @@ class Engine {
     }
     const Nanos handed = arrival + m.read_lag + g_.ops[op].post;
     if (SimInstance* x = rec(op, it)) x->end = end, x->received = handed;
-    push(end, Kind::send_done, op, it);
-    push(handed, Kind::received, op, it);
+    if (handed == end) {
+      push(end, Kind::sent_and_received, op, it);  // one event for both: half the heap's work on a fast path
+    } else {
+      push(end, Kind::send_done, op, it);
+      push(handed, Kind::received, op, it);
+    }
   }
 
   void completed(OpIndex op, std::uint32_t it, bool recv) {
-    std::uint32_t& count = recv ? recv_[op] : done_[op];
+    std::uint32_t& count = recv ? st_[op].recv : st_[op].done;
     if (count != it) throw std::logic_error("simulation: op instances completed out of order");
     count = it + 1;
     has_cause_ = true, cause_op_ = op, cause_it_ = it, cause_recv_ = recv;
     for (std::uint32_t k = succ_begin_[op]; k < succ_begin_[op + 1]; ++k) {
       const Successor& s = succ_[k];
       if (s.recv != recv) continue;
-      if (armed_[s.op] == static_cast<std::int64_t>(it) + s.back && missing_[s.op] > 0 && --missing_[s.op] == 0) {
-        ready(s.op, static_cast<std::uint32_t>(armed_[s.op]), now_);
+      OpState& t = st_[s.op];
+      if (t.armed == static_cast<std::int64_t>(it) + s.back && t.missing > 0 && --t.missing == 0) {
+        ready(s.op, static_cast<std::uint32_t>(t.armed), now_);
       }
     }
     const SimGraph::Node& n = g_.ops[op];
@@ -492,7 +542,7 @@ class Engine {
     const std::uint64_t it = ranks_[r].completed;
     for (std::uint32_t k = own_begin_[r]; k < own_begin_[r + 1]; ++k) {
       const OpIndex op = own_[k];
-      if (done_[op] <= it) return "waits in iteration " + std::to_string(it) + " at op " + std::to_string(op);
+      if (st_[op].done <= it) return "waits in iteration " + std::to_string(it) + " at op " + std::to_string(op);
     }
     return "waits in iteration " + std::to_string(it) + " for a message";
   }
@@ -500,8 +550,14 @@ class Engine {
   const SimGraph& g_;
   GraphSimOptions o_;
   std::uint64_t iterations_ = 0;
-  std::vector<std::uint32_t> done_, recv_, missing_;
-  std::vector<std::int64_t> armed_;
+  // Per op, together: the instances done (sender side) and received, the armed
+  // instance (-1: none) and its dependencies not yet met.
+  struct OpState {
+    std::uint32_t done = 0, recv = 0;
+    std::int64_t armed = -1;
+    std::uint32_t missing = 0;
+  };
+  std::vector<OpState> st_;
   std::vector<std::uint32_t> succ_begin_;
   std::vector<Successor> succ_;
   std::vector<std::uint32_t> own_begin_;
@@ -509,7 +565,7 @@ class Engine {
   std::vector<std::uint32_t> per_iteration_;
   std::vector<RankState> ranks_;
   std::vector<FlowState> flows_;
-  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  EventQueue events_;
   std::uint64_t seq_ = 0;
   Nanos now_ = 0;
   bool has_cause_ = false;

@@ -58,7 +58,7 @@ struct GraphSimRun {
   std::vector<Nanos> iteration_end;  // job-wide: the last rank's end of each iteration
   std::vector<std::vector<Nanos>> rank_iteration_end;  // [rank][iteration]
   Nanos makespan = 0;
-  std::uint64_t events = 0;
+  std::uint64_t events = 0;  // processed (a message whose receipt is the instant it left is one)
   std::uint64_t iterations = 0;
   std::vector<SimInstance> instances;  // [op * iterations + iteration] when recorded
 
