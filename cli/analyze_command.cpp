@@ -2,6 +2,7 @@
 // (the what-if simulator). docs/analysis.md describes both.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -42,6 +43,63 @@ struct AnalyzeArgs {
   bool json = false;
 };
 
+// The fusion hint of a synthesised DDP ring: the same job made again with other
+// bucket sizes and simulated on the link model the diagnosis fitted (the median
+// of its flows), compute as the profile plans it. Empty when the profile was not
+// made by `profile synth --pattern ring-allreduce`.
+nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& text) {
+  SynthArgs sa;
+  try {
+    sa = synth_args_of(p.metadata.generator);
+  } catch (const std::invalid_argument&) {
+    return nullptr;
+  }
+  if (parse_pattern(sa.pattern) != Pattern::ring_allreduce) return nullptr;
+  std::vector<double> bps, path;
+  std::vector<Nanos> pm, lat;
+  for (const FlowFit& f : d.flows) {
+    if (!f.fitted) continue;
+    bps.push_back(f.bps), pm.push_back(f.per_message), lat.push_back(f.latency), path.push_back(f.path_bps);
+  }
+  if (bps.empty()) return nullptr;
+  const auto med = [](auto v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  FlowModel link;
+  link.bps = med(bps), link.per_message = med(pm), link.latency = med(lat), link.path_bps = med(path);
+  Model model;
+  try {
+    model = load_model(sa.model);
+  } catch (const std::exception&) {
+    return nullptr;  // the tensor list the profile was made from is not at hand
+  }
+  sa.iterations = 4;
+  const auto simulated = [&](double mib) {
+    SynthArgs x = sa;
+    x.bucket_mib = mib;
+    return static_cast<Nanos>(std::llround(simulate_graph(synthesize_graph(model, synth_options(x), link)).mean_iteration(1)));
+  };
+  const double current = sa.bucket_mib;
+  const Nanos now = simulated(current);
+  nlohmann::json tried = nlohmann::json::array();
+  double best = current;
+  Nanos best_time = now;
+  for (const double mib : {1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0}) {
+    const Nanos t = mib == current ? now : simulated(mib);
+    tried.push_back({{"bucket_mib", mib}, {"iteration_ns", t}});
+    if (t < best_time) best = mib, best_time = t;
+  }
+  text = best == current
+             ? fmt::format("\nfusion hint: the profile's {:g} MiB DDP buckets are the best of 1 to 200 MiB ({} per iteration, simulated at {})\n",
+                           current, human_duration(now), human_rate(link.bps))
+             : fmt::format("\nfusion hint: DDP buckets of {:g} MiB instead of {:g} MiB: {} per iteration against {}, {} less (simulated at {})\n",
+                           best, current, human_duration(best_time), human_duration(now), human_duration(now - best_time),
+                           human_rate(link.bps));
+  return {{"current_mib", current}, {"best_mib", best}, {"current_ns", now}, {"best_ns", best_time}, {"predicted_saving_ns", now - best_time},
+          {"tried", tried}};
+}
+
 int analyze_command(const AnalyzeArgs& a) {
   const DiagnosisInput in = view::diagnosis_input(a.sources, rate_option("--link-rate", a.link_rate));
   const Diagnosis d = diagnose(in, a.options);
@@ -57,11 +115,13 @@ int analyze_command(const AnalyzeArgs& a) {
     mitigation = fmt::format("\nmitigation, in {}: {}; predicted saving {} per iteration (simulated {} -> {})\n", a.emit_mitigated,
                              m->description, human_duration(m->predicted), human_duration(m->before), human_duration(m->after));
   }
+  std::string hint;
+  j["hints"] = {{"bucket", bucket_hint(in.profile, d, hint)}};
   if (!a.json_out.empty()) write_file_atomic(a.json_out, j.dump(1) + "\n");
   if (a.json) {
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("{}{}", diagnosis_text(d, in.profile), mitigation);
+    fmt::print("{}{}{}", diagnosis_text(d, in.profile), hint, mitigation);
   }
   return 0;
 }

@@ -129,6 +129,14 @@ check "trace chakra: one file per rank, every send paired with its receive, the 
 
 # The text form names the same, and bad input gets one line and exit 1.
 check "text output names the straggler" bash -c "'$TW' analyze ring-slow | grep -q 'rank 2 (.*) is a straggler'"
+bucket_hint() {
+  "$TW" analyze ring-clean > hint.txt && grep -q '^fusion hint: ' hint.txt || { cat hint.txt; return 1; }
+  $PY -c '
+import json
+h = json.load(open("ring-clean.analysis.json"))["hints"]["bucket"]
+assert h["best_ns"] <= h["current_ns"] and len(h["tried"]) == 8 and h["current_mib"] == 25, h'
+}
+check "a synthesised ring gets a bucket-size hint from the fitted link model" bucket_hint
 check "simulate runs a profile with a what-if" bash -c "'$TW' simulate ring.yaml --slow-rank 2:1.5 | grep -q 'what-if: rank 2 computes 1.5x slower'"
 check "analyze of a missing path fails in one line" bash -c "! '$TW' analyze /nonexistent 2> err.txt && [ \$(wc -l < err.txt) = 1 ] && grep -q /nonexistent err.txt"
 check "simulate of a bad what-if fails" bash -c "! '$TW' simulate ring.yaml --compress nothing:4 2> err.txt && grep -q nothing err.txt"
