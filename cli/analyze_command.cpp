@@ -47,6 +47,18 @@ struct AnalyzeArgs {
 // bucket sizes and simulated on the link model the diagnosis fitted (the median
 // of its flows), compute as the profile plans it. Empty when the profile was not
 // made by `profile synth --pattern ring-allreduce`.
+nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& text);
+
+// A profile whose metadata.generator was edited by hand gets no hint, not a failed analysis.
+nlohmann::json bucket_hint_or_none(const Profile& p, const Diagnosis& d, std::string& text) {
+  try {
+    return bucket_hint(p, d, text);
+  } catch (const std::exception&) {
+    text.clear();
+    return nullptr;
+  }
+}
+
 nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& text) {
   SynthArgs sa;
   try {
@@ -116,7 +128,7 @@ int analyze_command(const AnalyzeArgs& a) {
                              m->description, human_duration(m->predicted), human_duration(m->before), human_duration(m->after));
   }
   std::string hint;
-  j["hints"] = {{"bucket", bucket_hint(in.profile, d, hint)}};
+  j["hints"] = {{"bucket", bucket_hint_or_none(in.profile, d, hint)}};
   if (!a.json_out.empty()) write_file_atomic(a.json_out, j.dump(1) + "\n");
   if (a.json) {
     fmt::print("{}\n", j.dump(2));

@@ -109,14 +109,17 @@ struct Successor {
 };
 
 Nanos bits_time(double bits, double bps) {
-  return bits <= 0 ? 0 : static_cast<Nanos>(std::ceil(bits * 1e9 / bps));
+  // Clamped below the largest Nanos: a tiny rate must not overflow the cast.
+  return bits <= 0 ? 0 : static_cast<Nanos>(std::min(std::ceil(bits * 1e9 / bps), 4e18));
 }
 
 class Engine {
  public:
   Engine(const SimGraph& g, const GraphSimOptions& o) : g_(g), o_(o) {
     iterations_ = o.iterations != 0 ? o.iterations : g.iterations;
-    if (iterations_ > std::numeric_limits<std::uint32_t>::max()) throw std::invalid_argument("simulation: too many iterations");
+    if (iterations_ == 0 || iterations_ > std::numeric_limits<std::uint32_t>::max()) {
+      throw std::invalid_argument("simulation: the number of iterations must be from 1 to 2^32 - 1");
+    }
     const std::size_t n = g.ops.size();
     const std::size_t f = g.flows.size();
     if (g.flow_src.size() != f || g.flow_dst.size() != f) throw std::invalid_argument("simulation: flow ends and models differ in number");
@@ -518,7 +521,10 @@ class Engine {
       for (std::size_t i = 0; i < members.size(); ++i) {
         if (frozen[i]) continue;
         const bool capped = rate[i] >= g_.flows[slots_[members[i]].flow].bps * (1 - 1e-12);
-        const auto full = [&](std::size_t l) { return l < links.size() && left[l] <= std::abs(capacity(links[l])) * 1e-12; };
+        const auto full = [&](std::size_t l) {
+          const double cap = l < links.size() ? capacity(links[l]) : 0;
+          return std::isfinite(cap) && left[l] <= cap * 1e-12;  // an unlimited link is never full
+        };
         if (capped || full(eg[i]) || full(in[i])) frozen[i] = true, --unfrozen;
       }
     }

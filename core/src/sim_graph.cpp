@@ -1,8 +1,12 @@
 #include "tensorwire/core/sim_graph.hpp"
 
+#include <limits>
+#include <stdexcept>
+
 namespace tw {
 
 void SimGraph::set_table(std::vector<Nanos>& table, std::uint32_t& begin, std::uint32_t& count, const std::vector<Nanos>& values) {
+  if (table.size() + values.size() > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("simulation graph: a table over 2^32 entries");
   begin = static_cast<std::uint32_t>(table.size());
   count = static_cast<std::uint32_t>(values.size());
   table.insert(table.end(), values.begin(), values.end());

@@ -82,6 +82,31 @@ ops:
   EXPECT_EQ(r.iteration_end[0], s.received + 2 * kMilli);
 }
 
+TEST(GraphSim, SharedLinksLimitOnlyTheMessagesThatCrossThem) {
+  const Profile p = test::inline_profile(R"(
+version: 1
+iterations: 1
+ranks: [{id: 0}, {id: 1}, {id: 2}]
+flows: [{id: a, src: 0, dst: 2}, {id: b, src: 1, dst: 2}]
+ops:
+  - {id: x, type: send, flow: a, bytes: 1MB}
+  - {id: y, type: send, flow: b, bytes: 1MB}
+)");
+  FlowModel link;
+  link.bps = 100e9;
+  SimGraph g = sim_graph(p, link);
+  // Rank 0 sends at 10 Gb/s, rank 1 at 1 Gb/s, and rank 2's ingress has no limit
+  // of its own: each message goes at its sender's rate.
+  g.rank_links = {{10e9, 0}, {1e9, 0}, {0, 0}};
+  GraphSimOptions so;
+  so.record = true;
+  const GraphSimRun r = simulate_graph(g, so);
+  EXPECT_NEAR(static_cast<double>(r.at(p.op_by_id.at("x"), 0).end), 0.8e6, 1e3);
+  EXPECT_NEAR(static_cast<double>(r.at(p.op_by_id.at("y"), 0).end), 8e6, 1e3);
+  g.iterations = 0;
+  EXPECT_THROW(simulate_graph(g), std::invalid_argument);
+}
+
 TEST(GraphSim, ADeadlockIsReportedNotHung) {
   const Profile p = test::inline_profile(R"(
 version: 1
