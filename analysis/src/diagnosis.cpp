@@ -739,7 +739,16 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
   }
   for (std::size_t k = 0; k < d.links.size(); ++k) {
     SlowLink& l = d.links[k];
-    l.named = k < kWhatIfs && named(excess(d.links, k)) && l.peers_bps > 0 && l.rate_bps < l.peers_bps;
+    // Slower than the other pairs by what it achieved (bytes over busy time):
+    // its fitted hold rate alone can be high when a socket buffer takes the
+    // bytes at once and the path behind it is slow.
+    std::vector<double> others;
+    for (std::size_t j = 0; j < d.links.size(); ++j) {
+      if (j != k && d.links[j].achieved_bps > 0) others.push_back(d.links[j].achieved_bps);
+    }
+    const bool slower = l.achieved_bps > 0 && !others.empty() ? l.achieved_bps < median_double(others)
+                                                              : l.peers_bps > 0 && l.rate_bps < l.peers_bps;
+    l.named = k < kWhatIfs && named(excess(d.links, k)) && slower;
   }
   std::stable_sort(d.links.begin(), d.links.end(), [](const SlowLink& a, const SlowLink& b) { return a.impact > b.impact; });
 

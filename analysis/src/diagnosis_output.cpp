@@ -1,5 +1,6 @@
 // The diagnosis for people (diagnosis_text) and for programs and the report
 // (diagnosis_json; docs/analysis.md lists its fields).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -35,6 +36,16 @@ std::string op_name(const Profile& p, OpIndex op) {
   if (!o.tensor.empty()) s += " [" + o.tensor + "]";
   else if (!o.label.empty()) s += " [" + o.label + "]";
   return s;
+}
+
+// The median rate the other pairs achieved.
+double peers_achieved(const Diagnosis& d, const SlowLink& l) {
+  std::vector<double> v;
+  for (const SlowLink& x : d.links) {
+    if (&x != &l && x.achieved_bps > 0) v.push_back(x.achieved_bps);
+  }
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace
@@ -78,7 +89,8 @@ std::string diagnosis_text(const Diagnosis& d, const Profile& p) {
   for (const SlowLink& l : d.links) {
     if (!l.named) continue;
     any = true;
-    out += "  -> the link " + l.a + " - " + l.b + " is slow: " + human_rate(l.rate_bps) + " against " + human_rate(l.peers_bps) +
+    out += "  -> the link " + l.a + " - " + l.b + " is slow: " + human_rate(l.achieved_bps > 0 ? l.achieved_bps : l.rate_bps) +
+           " achieved against " + human_rate(l.achieved_bps > 0 ? peers_achieved(d, l) : l.peers_bps) +
            " on the other pairs; at their rate the job would take " + human_duration(d.simulated - l.without) + " per iteration, " +
            impact(-l.without, d.simulated) + "\n";
   }
