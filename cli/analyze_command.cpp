@@ -147,11 +147,30 @@ struct SimulateArgs {
   std::uint64_t iterations = 0;
   std::vector<std::string> slow_ranks;
   std::vector<std::string> compress;
+  double compress_cost = DiagnosisOptions{}.compress_ns_per_byte;
   std::uint32_t ranks = 0;
+  std::string emit;
   bool json = false;
 };
 
+// TENSOR:FACTOR of --compress.
+std::pair<std::string, double> parse_compress(const std::string& c) {
+  const auto colon = c.rfind(':');
+  double k = 0;
+  try {
+    k = colon == std::string::npos ? 0 : std::stod(c.substr(colon + 1));
+  } catch (const std::exception&) {
+    k = 0;
+  }
+  if (!(k >= 1) || !std::isfinite(k) || colon == 0) {
+    throw std::invalid_argument("--compress '" + c + "': expected TENSOR:FACTOR with a factor of at least 1, like bucket0:4");
+  }
+  return {c.substr(0, colon), k};
+}
+
 int simulate_command(const SimulateArgs& a) {
+  if (a.ranks > 0 && !a.compress.empty()) throw std::invalid_argument("--compress works on the profile's own ops, not with --ranks");
+  if (a.ranks > 0 && !a.emit.empty()) throw std::invalid_argument("--emit writes the profile's own ops, not a pattern made again with --ranks");
   Profile p = load_profile_or_throw(a.profile);
   FlowModel link;
   link.bps = rate_option("--link-rate", a.link_rate);
@@ -176,40 +195,48 @@ int simulate_command(const SimulateArgs& a) {
     p.ranks.assign(g.ranks, Rank{});
     for (RankId r = 0; r < g.ranks; ++r) p.ranks[r].id = r;
   } else {
+    // The what-ifs change the profile itself, so that --emit can write what was simulated.
+    for (const auto& [rank, factor] : parse_slow_ranks(a.slow_ranks, static_cast<RankId>(p.ranks.size()))) {
+      for (Op& op : p.ops) {
+        if (op.type != OpType::compute || op.rank != rank) continue;
+        const auto stretch = [f = factor](Nanos d) { return static_cast<Nanos>(std::llround(static_cast<double>(d) * f)); };
+        op.duration = stretch(op.duration);
+        for (Nanos& d : op.durations) d = stretch(d);
+      }
+      changes.push_back(fmt::format("rank {} computes {}x slower", rank, factor));
+    }
+    for (const std::string& c : a.compress) {
+      const auto [name, k] = parse_compress(c);
+      const std::size_t hit = compress_sends(p, name, k, a.compress_cost);
+      if (hit == 0) throw std::invalid_argument("--compress '" + c + "': no send of " + a.profile + " carries a tensor (or, without one, has an id) '" + name + "'");
+      changes.push_back(fmt::format("{} compressed {}x ({} messages, {} ns per byte at the sender)", name, k, hit, a.compress_cost));
+    }
+    if (!a.emit.empty()) {
+      if (!changes.empty()) {
+        std::string what;
+        for (const std::string& c : changes) what += (what.empty() ? "" : ", ") + c;
+        p.metadata.description = (p.metadata.description.empty() ? "" : p.metadata.description + "; ") + "what-if: " + what;
+        p.metadata.generator.clear();  // it no longer makes this profile (nor does the fusion hint)
+      }
+      p.index();
+      write_file_atomic(a.emit, write_profile_yaml(p));
+    }
     g = sim_graph(p, link);
   }
   const double build_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_build).count();
   if (a.iterations > 0) g.iterations = a.iterations;
   if (a.shared) g.rank_links = uniform_links(g.ranks, link.bps);
-  for (const auto& [rank, factor] : parse_slow_ranks(a.slow_ranks, g.ranks)) {
-    for (OpIndex o = 0; o < g.ops.size(); ++o) {
-      if (g.ops[o].type != OpType::compute || g.ops[o].rank != rank) continue;
-      std::vector<Nanos> v;
-      const auto& node = g.ops[o];
-      for (std::uint32_t k = 0; k < node.dur_count; ++k) v.push_back(static_cast<Nanos>(static_cast<double>(g.durations[node.dur_begin + k]) * factor));
-      g.set_durations(o, v);
+  if (a.ranks > 0) {
+    for (const auto& [rank, factor] : parse_slow_ranks(a.slow_ranks, g.ranks)) {
+      for (OpIndex o = 0; o < g.ops.size(); ++o) {
+        if (g.ops[o].type != OpType::compute || g.ops[o].rank != rank) continue;
+        std::vector<Nanos> v;
+        const auto& node = g.ops[o];
+        for (std::uint32_t k = 0; k < node.dur_count; ++k) v.push_back(static_cast<Nanos>(static_cast<double>(g.durations[node.dur_begin + k]) * factor));
+        g.set_durations(o, v);
+      }
+      changes.push_back(fmt::format("rank {} computes {}x slower", rank, factor));
     }
-    changes.push_back(fmt::format("rank {} computes {}x slower", rank, factor));
-  }
-  for (const std::string& c : a.compress) {
-    const auto colon = c.rfind(':');
-    double k = 0;
-    try {
-      k = colon == std::string::npos ? 0 : std::stod(c.substr(colon + 1));
-    } catch (const std::exception&) {
-      k = 0;
-    }
-    if (!(k >= 1)) throw std::invalid_argument("--compress '" + c + "': expected TENSOR:FACTOR with a factor of at least 1, like bucket0:4");
-    const std::string name = c.substr(0, colon);
-    if (a.ranks > 0) throw std::invalid_argument("--compress works on the profile's own ops, not with --ranks");
-    std::size_t hit = 0;
-    for (OpIndex o = 0; o < p.ops.size(); ++o) {
-      if (p.ops[o].type != OpType::send || (p.ops[o].tensor != name && p.ops[o].id != name)) continue;
-      g.ops[o].bytes = static_cast<Bytes>(std::ceil(static_cast<double>(g.ops[o].bytes) / k));
-      ++hit;
-    }
-    if (hit == 0) throw std::invalid_argument("--compress '" + c + "': no send of " + a.profile + " carries a tensor or has an id '" + name + "'");
-    changes.push_back(fmt::format("{} compressed {}x ({} messages)", name, k, hit));
   }
   const auto t0 = std::chrono::steady_clock::now();
   const GraphSimRun r = simulate_graph(g);
@@ -265,7 +292,7 @@ void add_analyze_commands(CLI::App& app, Action& action) {
   CLI::App* m = app.add_subcommand("simulate", "Simulate a profile on a link model, with what-ifs");
   m->footer(
       "  tensorwire simulate PROFILE [--link-rate R] [--latency D] [--per-message D] [--shared]\n"
-      "                     [--slow-rank R:F]... [--compress TENSOR:K]... [--iterations N] [--json]\n"
+      "                     [--slow-rank R:F]... [--compress TENSOR:K]... [--iterations N] [--emit OUT.yaml] [--json]\n"
       "Every flow moves one message at a time at --link-rate, after --per-message, arriving --latency after\n"
       "its last bit; with --shared the flows of a rank share one link of that rate each way (max-min fair).");
   m->add_option("profile", s->profile, "The profile (YAML)")->required();
@@ -277,7 +304,12 @@ void add_analyze_commands(CLI::App& app, Action& action) {
   m->add_option("--slow-rank", s->slow_ranks, "RANK:FACTOR: stretch one rank's compute (repeatable)");
   m->add_option("--ranks", s->ranks, "Simulate the same pattern at this many ranks (a synthesised profile: from its metadata.generator)")
       ->check(CLI::Range(2, 4096));
-  m->add_option("--compress", s->compress, "TENSOR:FACTOR: divide the bytes of a tensor's (or op's) sends (repeatable)");
+  m->add_option("--compress", s->compress,
+                "TENSOR:FACTOR: divide the bytes of a tensor's sends (by their tensor label, else their op id; repeatable)");
+  m->add_option("--compress-cost", s->compress_cost, "Compression cost, ns per uncompressed byte, added to each compressed send's gap")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
+  m->add_option("--emit", s->emit, "Write the profile as changed by --slow-rank and --compress (replay it to measure the what-if)");
   m->add_flag("--json", s->json, "Machine-readable output");
   m->callback([&action, s] { action = [s] { return simulate_command(*s); }; });
 }

@@ -148,6 +148,7 @@ std::optional<Mitigation> mitigate(const DiagnosisInput& in, const Diagnosis& d,
         m.description = "the ring with ranks " + std::to_string(x) + " and " + std::to_string(y) + " swapped, so that no neighbours sit on " +
                         slow->a + " - " + slow->b;
         q.metadata.description = (p.metadata.description.empty() ? "" : p.metadata.description + "; ") + "mitigated: " + m.description;
+        q.metadata.generator.clear();  // it no longer makes this profile
         m.profile = std::move(q);
         best = std::move(m);
       }
@@ -169,21 +170,27 @@ std::optional<Mitigation> mitigate(const DiagnosisInput& in, const Diagnosis& d,
   m.before = d.simulated;
   m.after = d.simulated - c.saving[key];
   Profile q = p;
+  const std::size_t changed = compress_sends(q, c.tensor, k, o.compress_ns_per_byte);
+  m.description = c.tensor + " compressed " + std::to_string(static_cast<int>(k)) + "x (" + std::to_string(changed) +
+                  " messages; each send's gap longer by the compression cost)";
+  q.metadata.description = (p.metadata.description.empty() ? "" : p.metadata.description + "; ") + "mitigated: " + m.description;
+  q.metadata.generator.clear();  // it no longer makes this profile
+  q.index();
+  m.profile = std::move(q);
+  return m;
+}
+
+std::size_t compress_sends(Profile& profile, const std::string& tensor, double k, double cost_ns_per_byte) {
   std::size_t changed = 0;
-  for (Op& op : q.ops) {
-    if (op.type != OpType::send || (op.tensor.empty() ? op.id : op.tensor) != c.tensor) continue;
-    const auto cost = static_cast<Nanos>(std::llround(o.compress_ns_per_byte * static_cast<double>(op.bytes)));
+  for (Op& op : profile.ops) {
+    if (op.type != OpType::send || (op.tensor.empty() ? op.id : op.tensor) != tensor) continue;
+    const auto cost = static_cast<Nanos>(std::llround(cost_ns_per_byte * static_cast<double>(op.bytes)));
     op.bytes = std::max<Bytes>(1, static_cast<Bytes>(std::ceil(static_cast<double>(op.bytes) / k)));
     op.gap += cost;
     for (Nanos& g : op.gaps) g += cost;
     ++changed;
   }
-  m.description = c.tensor + " compressed " + std::to_string(static_cast<int>(k)) + "x (" + std::to_string(changed) +
-                  " messages; each send's gap longer by the compression cost)";
-  q.metadata.description = (p.metadata.description.empty() ? "" : p.metadata.description + "; ") + "mitigated: " + m.description;
-  q.index();
-  m.profile = std::move(q);
-  return m;
+  return changed;
 }
 
 }  // namespace tw

@@ -5,8 +5,11 @@
 # exactly the injected rank or pair first and nothing on the clean runs, and its
 # simulation of each job must reproduce the measured iteration time. The ring's
 # slow pair is then mitigated (--emit-mitigated: another ring order) and the new
-# profile replayed on the same shaped testbed; the clean ring is exported as
-# Chakra traces and decoded. The figures (predicted savings against measured
+# profile replayed on the same shaped testbed. A real job (PyTorch DDP) is
+# captured on the same hosts, its profile built and analysed like the synthesised
+# ones. The compression ranking of a communication-bound parameter server is
+# checked by replaying its top three tensors compressed, and `simulate` predicts
+# those replays. The clean ring is exported as Chakra traces and decoded. The figures (predicted savings against measured
 # differences) go into docs/analysis.md through bench/analysis.sh; here they are
 # printed.
 # Usage: analysis_test.sh TENSORWIRE_BINARY SOURCE_DIR
@@ -80,6 +83,31 @@ case_of() {  # OUT PROFILE KIND WANT [run options]
 
 check "ring: clean run names nothing" case_of ring-clean ring.yaml rank ''
 check "ring: the straggler rank 2 is named" case_of ring-slow ring.yaml rank 2 --slow-rank 2:1.5
+# A built profile of a real job: PyTorch DDP (an MLP over Gloo, one rank per
+# host) captured on the same 4 hosts, its profile built from the captures, then
+# replayed clean and with rank 2's compute 1.5x slower.
+real_job() {
+  local master port=$((20000 + RANDOM % 20000)) pids=() r rc=0
+  master=$(addr 0)
+  mkdir -p real-logs
+  for r in 0 1 2 3; do
+    ip netns exec $NAME-h$r "$TW" capture --out real-h$r --quiet -- env RANK=$r WORLD_SIZE=4 MASTER_ADDR=$master \
+      MASTER_PORT=$port GLOO_SOCKET_IFNAME=eth0 $PY "$SRC/examples/ddp/train.py" --model mlp --iterations 20 \
+      --log real-logs/rank-$r.jsonl > real-h$r.out 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  [ $rc -eq 0 ] || { tail -5 real-h*.out; return 1; }
+  "$TW" profile build real-h0 real-h1 real-h2 real-h3 -o real.yaml > real-build.txt 2>&1 || { cat real-build.txt; return 1; }
+}
+# Not yet part of every test run (TW_ANALYSIS_REAL=1 runs it): on 2 cores the
+# builder keeps 1 of the 23 iterations it finds in this job, and the analysis of
+# that one-iteration replay does not reproduce it (docs/analysis.md).
+if [ "${TW_ANALYSIS_REAL:-0}" = 1 ]; then
+  check "a real job (PyTorch DDP on 4 hosts) captured and its profile built" real_job
+  check "real job's built profile: clean run names nothing" case_of real-clean real.yaml rank ''
+  check "real job's built profile: the straggler rank 2 is named" case_of real-slow real.yaml rank 2 --slow-rank 2:1.5
+fi
 "$TW" testbed down --name $NAME > /dev/null
 "$TW" testbed up --hosts 4 --name $NAME --pair 1-2:rate=200mbit > up.txt
 check "ring: the slow pair 1-2 is named" case_of ring-pair ring.yaml link "$(pair 1 2)"
@@ -107,6 +135,65 @@ check "ps: the straggler worker 1 is named" case_of ps-slow ps.yaml rank 1 --slo
 "$TW" testbed down --name $NAME > /dev/null
 "$TW" testbed up --hosts 4 --name $NAME --pair 0-3:rate=200mbit > up.txt
 check "ps: the slow pair 0-3 (worker 0 and the server) is named" case_of ps-pair ps.yaml link "$(pair 0 3)"
+
+# Compression, checked by replay: a communication-bound parameter server (every
+# host's link shaped to 1 Gbit/s, three tensors of 4, 2 and 1 MB). The run's
+# compression ranking predicts each tensor's saving at 4x; the top three are
+# compressed in turn (`simulate --compress T:4 --emit`) and replayed on the same
+# testbed. The top one must give the largest measured saving. Each profile's
+# iteration time is also predicted by `simulate` on the link model alone (1 Gbit/s
+# per host, shared by its flows, nothing fitted from a run) and set against its
+# replay.
+cat > comm.yaml <<'EOF2'
+model: comm
+dtype: float32
+fwd: 10ms
+bwd: 20ms
+tensors:
+  - {name: big.weight, shape: [1048576]}
+  - {name: mid.weight, shape: [524288]}
+  - {name: small.weight, shape: [262144]}
+EOF2
+"$TW" profile synth --model comm.yaml --pattern ps --workers 3 --iterations 10 -o comm-ps.yaml 2> /dev/null
+"$TW" testbed down --name $NAME > /dev/null
+"$TW" testbed up --hosts 4 --name $NAME --rate 1gbit > up.txt
+compression() {
+  replay comm-base comm-ps.yaml || { cat comm-base.log; return 1; }
+  $PY - > top3.txt <<'EOF2' || return 1
+import json
+for t in json.load(open("comm-base.analysis.json"))["compression"]["tensors"][:3]:
+    print(t["tensor"])
+EOF2
+  [ "$(wc -l < top3.txt)" = 3 ] || { echo "fewer than three tensors ranked"; return 1; }
+  local i=0 t
+  while read -r t; do
+    "$TW" simulate comm-ps.yaml --compress "$t:4" --emit "comm-c$i.yaml" > /dev/null || return 1
+    replay "comm-c$i" "comm-c$i.yaml" || { cat "comm-c$i.log"; return 1; }
+    i=$((i + 1))
+  done < top3.txt
+  for f in comm-ps comm-c0 comm-c1 comm-c2; do
+    "$TW" simulate $f.yaml --link-rate 1gbit --shared --json > $f.sim.json || return 1
+  done
+  $PY - <<'EOF2' | tee compression.txt
+import json
+base = json.load(open("comm-base.analysis.json"))
+ranked = base["compression"]["tensors"][:3]
+k = base["compression"]["factors"].index(4)
+measured = [base["measured_ns"] - json.load(open(f"comm-c{i}.analysis.json"))["measured_ns"] for i in range(3)]
+for t, m in zip(ranked, measured):
+    print(f"compress {t['tensor']} 4x: predicted saving {t['saving_ns'][k]/1e6:.2f} ms, measured {m/1e6:.2f} ms")
+assert measured[0] == max(measured), measured
+assert measured[0] > 0, measured
+for f, run in (("comm-ps", "comm-base"), ("comm-c0", "comm-c0"), ("comm-c1", "comm-c1"), ("comm-c2", "comm-c2")):
+    sim = json.load(open(f + ".sim.json"))["mean_iteration_ns"]
+    meas = json.load(open(run + ".analysis.json"))["measured_ns"]
+    print(f"simulate {f}.yaml at 1gbit shared: {sim/1e6:.2f} ms, replayed {meas/1e6:.2f} ms ({(sim - meas) / meas * 100:+.1f}%)")
+    # A loose bound: the link model is given, not fitted, and the shaped link's
+    # goodput sits below its nominal rate; docs/analysis.md reports the errors.
+    assert abs(sim - meas) <= 0.25 * meas, (f, sim, meas)
+EOF2
+}
+check "compression: the ranking's top tensor, compressed and replayed, saves the most; simulate predicts the replays" compression
 
 # Chakra execution traces of the clean ring: decoded with protobuf's own reader
 # against Chakra's field numbers, every send paired with its receive, and as
@@ -141,6 +228,7 @@ check "simulate runs a profile with a what-if" bash -c "'$TW' simulate ring.yaml
 check "analyze of a missing path fails in one line" bash -c "! '$TW' analyze /nonexistent 2> err.txt && [ \$(wc -l < err.txt) = 1 ] && grep -q /nonexistent err.txt"
 check "simulate of a bad what-if fails" bash -c "! '$TW' simulate ring.yaml --compress nothing:4 2> err.txt && grep -q nothing err.txt"
 [ -f mitigation.txt ] && head -1 mitigation.txt
+[ -f compression.txt ] && cat compression.txt
 # The validation table (bench/analysis.sh puts it into docs/analysis.md): each
 # injection's predicted saving against the measured difference from its clean run.
 $PY - "${TW_ANALYSIS_TABLE:-/dev/stdout}" <<'EOF'
@@ -149,9 +237,10 @@ def load(name):
     p = name + ".analysis.json"
     return json.load(open(p)) if os.path.exists(p) else None
 rows = []
-for job, label in (("ring", "ring all-reduce, 4 ranks"), ("ps", "parameter server, 3 workers + 1")):
+for job, label in (("ring", "ring all-reduce, 4 ranks"), ("real", "PyTorch DDP (MLP, Gloo), built from its capture, 4 ranks"),
+                   ("ps", "parameter server, 3 workers + 1")):
     clean = load(f"{job}-clean")
-    for kind, inj in (("clean", "none"), ("slow", "--slow-rank " + ("2:1.5" if job == "ring" else "1:1.5")),
+    for kind, inj in (("clean", "none"), ("slow", "--slow-rank " + ("1:1.5" if job == "ps" else "2:1.5")),
                       ("pair", "--pair " + ("1-2" if job == "ring" else "0-3") + ":rate=200mbit")):
         j = load(f"{job}-{kind}")
         if not j:
@@ -172,5 +261,24 @@ with open(sys.argv[1], "w") as out:
         meas = (pair["measured_ns"] - fixed["measured_ns"]) / 1e6
         out.write(f"\nMitigation of the ring's slow pair (`--emit-mitigated`, {m['description']}): predicted saving "
                   f"{m['predicted_ns']/1e6:.2f} ms, measured {meas:.2f} ms ({pair['measured_ns']/1e6:.2f} -> {fixed['measured_ns']/1e6:.2f} ms).\n")
+    base = load("comm-base")
+    runs = [load(f"comm-c{i}") for i in range(3)]
+    if base and all(runs):
+        k = base["compression"]["factors"].index(4)
+        out.write("\nCompression checked by replay (parameter server, 3 workers + 1, every host's link at 1 Gbit/s; "
+                  f"base iteration {base['measured_ns']/1e6:.2f} ms): the ranking's top three tensors, each compressed 4x and replayed:\n\n"
+                  "| rank | tensor | predicted saving | measured saving | error |\n|---|---|---|---|---|\n")
+        for i, (t, r) in enumerate(zip(base["compression"]["tensors"], runs)):
+            pred, meas = t["saving_ns"][k] / 1e6, (base["measured_ns"] - r["measured_ns"]) / 1e6
+            out.write(f"| {i + 1} | {t['tensor']} | {pred:.2f} ms | {meas:.2f} ms | {(pred - meas) / meas * 100:+.1f}% |\n" if meas else
+                      f"| {i + 1} | {t['tensor']} | {pred:.2f} ms | {meas:.2f} ms | |\n")
+        out.write("\n`simulate` on the link model alone (`--link-rate 1gbit --shared`, nothing fitted from a run) against the replays:\n\n"
+                  "| profile | simulated | replayed | error |\n|---|---|---|---|\n")
+        for f, r in (("comm-ps", base), ("comm-c0", runs[0]), ("comm-c1", runs[1]), ("comm-c2", runs[2])):
+            sim = json.load(open(f + ".sim.json"))["mean_iteration_ns"] / 1e6 if os.path.exists(f + ".sim.json") else None
+            if sim is None:
+                continue
+            meas = r["measured_ns"] / 1e6
+            out.write(f"| {f}.yaml | {sim:.2f} ms | {meas:.2f} ms | {(sim - meas) / meas * 100:+.1f}% |\n")
 EOF
 finish

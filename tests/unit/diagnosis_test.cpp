@@ -317,5 +317,43 @@ TEST(Mitigation, RingOrderAvoidsTheSlowPairAndCompressionIsTheFallback) {
   EXPECT_NEAR(static_cast<double>(after), static_cast<double>(before) / 4, static_cast<double>(before) * 0.01);
 }
 
+TEST(Mitigation, CompressSendsDividesBytesAndChargesTheSender) {
+  Profile p = test::bundled_profile("resnet50-ring-4.yaml");
+  const Profile original = p;
+  std::string tensor;
+  for (const Op& op : p.ops) {
+    if (op.type == OpType::send && !op.tensor.empty()) tensor = op.tensor;
+  }
+  ASSERT_FALSE(tensor.empty());
+  const std::size_t n = compress_sends(p, tensor, 10, 2.0);
+  std::size_t expected = 0;
+  for (OpIndex o = 0; o < p.ops.size(); ++o) {
+    const Op& was = original.ops[o];
+    const Op& now = p.ops[o];
+    if (was.type != OpType::send || was.tensor != tensor) {
+      EXPECT_EQ(now.bytes, was.bytes) << o;
+      EXPECT_EQ(now.gap, was.gap) << o;
+      continue;
+    }
+    ++expected;
+    EXPECT_EQ(now.bytes, (was.bytes + 9) / 10) << o;
+    EXPECT_EQ(now.gap, was.gap + static_cast<Nanos>(2 * was.bytes)) << o;
+  }
+  EXPECT_EQ(n, expected);
+  EXPECT_GT(n, 0u);
+  EXPECT_EQ(compress_sends(p, "no such tensor", 4, 0.25), 0u);
+  // Compressing a 1-byte message keeps one byte.
+  Profile q = original;
+  for (Op& op : q.ops) {
+    if (op.type == OpType::send && op.tensor == tensor) op.bytes = 1;
+  }
+  compress_sends(q, tensor, 4, 0);
+  for (const Op& op : q.ops) {
+    if (op.type == OpType::send && op.tensor == tensor) {
+      EXPECT_EQ(op.bytes, 1u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tw

@@ -33,6 +33,12 @@ struct Mitigation {
 std::optional<Mitigation> mitigate(const DiagnosisInput& input, const Diagnosis& diagnosis, const DiagnosisOptions& options,
                                    std::string& why);
 
+// Compresses the sends of one tensor (their `tensor` label, or their op id when
+// they have none) k times: bytes divided by k (at least 1), and each send's gap
+// longer by the compression cost, cost_ns_per_byte per uncompressed byte, paid at
+// the sender before the message leaves. Returns how many sends changed.
+std::size_t compress_sends(Profile& profile, const std::string& tensor, double k, double cost_ns_per_byte);
+
 // The ring order of a profile: next[r] the one rank r sends to; empty when the
 // profile is not a single ring.
 std::vector<RankId> ring_next(const Profile& profile);
