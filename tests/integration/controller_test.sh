@@ -69,8 +69,11 @@ for r in rates["ranks"]:
 f = rates["flows"]
 assert len(f) == 4 and len({x["messages"] for x in f}) == 1, f
 assert max(x["bytes"] for x in f) - min(x["bytes"] for x in f) <= 1e-4 * f[0]["bytes"], f
-# The plan reference: a replay cannot beat the lower bound.
-assert c["iteration_error_pct"]["p50"] > 0, c["iteration_error_pct"]
+# The plan reference: the run as a whole cannot beat the lower bound. A single
+# iteration can (the job-wide iteration after a late one is short, as the
+# other ranks already started it), so the mean is what is bounded: with equal
+# reference iterations it is the error of the run's total time.
+assert c["iteration_error_pct"]["mean"] > 0, c["iteration_error_pct"]
 assert c["start_offset_error_ns"]["n"] > 0
 PY
 }
