@@ -14,6 +14,7 @@
 #include "tensorwire/analysis/diagnosis.hpp"
 #include "tensorwire/analysis/graph_sim.hpp"
 #include "tensorwire/analysis/mitigation.hpp"
+#include "tensorwire/analysis/priority.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/testbed.hpp"
 #include "tensorwire/profile/model.hpp"
@@ -149,6 +150,7 @@ struct SimulateArgs {
   std::vector<std::string> compress;
   double compress_cost = DiagnosisOptions{}.compress_ns_per_byte;
   std::uint32_t ranks = 0;
+  bool prioritize = false;
   std::string emit;
   bool json = false;
 };
@@ -170,6 +172,7 @@ std::pair<std::string, double> parse_compress(const std::string& c) {
 
 int simulate_command(const SimulateArgs& a) {
   if (a.ranks > 0 && !a.compress.empty()) throw std::invalid_argument("--compress works on the profile's own ops, not with --ranks");
+  if (a.ranks > 0 && a.prioritize) throw std::invalid_argument("--prioritize orders the profile's own sends, not with --ranks");
   if (a.ranks > 0 && !a.emit.empty()) throw std::invalid_argument("--emit writes the profile's own ops, not a pattern made again with --ranks");
   Profile p = load_profile_or_throw(a.profile);
   FlowModel link;
@@ -210,6 +213,11 @@ int simulate_command(const SimulateArgs& a) {
       const std::size_t hit = compress_sends(p, name, k, a.compress_cost);
       if (hit == 0) throw std::invalid_argument("--compress '" + c + "': no send of " + a.profile + " carries a tensor (or, without one, has an id) '" + name + "'");
       changes.push_back(fmt::format("{} compressed {}x ({} messages, {} ns per byte at the sender)", name, k, hit, a.compress_cost));
+    }
+    if (a.prioritize) {
+      p.index();
+      const std::size_t changed = prioritize_sends(p, urgency_priorities(p, std::vector<FlowModel>(p.flows.size(), link)));
+      changes.push_back(fmt::format("sends by urgency, critical path first ({} given another priority)", changed));
     }
     if (!a.emit.empty()) {
       if (!changes.empty()) {
@@ -271,7 +279,8 @@ void add_analyze_commands(CLI::App& app, Action& action) {
       "measured timing against an ideal where every rank and link is at its peers' median: that cause's\n"
       "impact. A cause is named (*) when its impact is at least --threshold of the ideal iteration time.\n"
       "The critical path and the verdict come from the same simulation; the compression ranking compresses\n"
-      "one tensor (or DDP bucket) at a time. docs/analysis.md gives the method and its validation.");
+      "one tensor (or DDP bucket) at a time; the order hint gives every send its urgency (critical path first).\n"
+      "docs/analysis.md gives the method and its validation.");
   c->add_option("sources", a->sources, "A run directory, capture directories (one per host), or a profile")->required();
   c->add_flag("--json", a->json, "Machine-readable output");
   c->add_option("--json-out", a->json_out, "Also write the JSON to this file (for `report --analysis`)");
@@ -284,15 +293,16 @@ void add_analyze_commands(CLI::App& app, Action& action) {
   c->add_option("--warmup", a->options.warmup, "Iterations left out of the means")->capture_default_str();
   c->add_option("--link-rate", a->link_rate, "A profile without observed timings is simulated at this rate")->capture_default_str();
   c->add_option("--emit-mitigated", a->emit_mitigated,
-                "Write a changed profile that works around what was found (a ring order that avoids a slow pair, else the top "
-                "tensor compressed 4x), with its predicted gain; replay it to measure the real one");
+                "Write a changed profile that works around what was found (a ring order that avoids a slow pair, else the "
+                "order hint's send priorities or the top tensor compressed 4x, whichever the simulator says saves more), "
+                "with its predicted gain; replay it to measure the real one");
   c->callback([&action, a] { action = [a] { return analyze_command(*a); }; });
 
   auto s = std::make_shared<SimulateArgs>();
   CLI::App* m = app.add_subcommand("simulate", "Simulate a profile on a link model, with what-ifs");
   m->footer(
       "  tensorwire simulate PROFILE [--link-rate R] [--latency D] [--per-message D] [--shared]\n"
-      "                     [--slow-rank R:F]... [--compress TENSOR:K]... [--iterations N] [--emit OUT.yaml] [--json]\n"
+      "                     [--slow-rank R:F]... [--compress TENSOR:K]... [--prioritize] [--iterations N] [--emit OUT.yaml] [--json]\n"
       "Every flow moves one message at a time at --link-rate, after --per-message, arriving --latency after\n"
       "its last bit; with --shared the flows of a rank share one link of that rate each way (max-min fair).");
   m->add_option("profile", s->profile, "The profile (YAML)")->required();
@@ -309,7 +319,10 @@ void add_analyze_commands(CLI::App& app, Action& action) {
   m->add_option("--compress-cost", s->compress_cost, "Compression cost, ns per uncompressed byte, added to each compressed send's gap")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1000.0));
-  m->add_option("--emit", s->emit, "Write the profile as changed by --slow-rank and --compress (replay it to measure the what-if)");
+  m->add_flag("--prioritize", s->prioritize,
+              "Give every send its urgency as priority (critical path first, the order hint of `analyze`): of the sends "
+              "waiting on a flow, the most urgent goes first");
+  m->add_option("--emit", s->emit, "Write the profile as changed by --slow-rank, --compress and --prioritize (replay it to measure the what-if)");
   m->add_flag("--json", s->json, "Machine-readable output");
   m->callback([&action, s] { action = [s] { return simulate_command(*s); }; });
 }

@@ -31,6 +31,8 @@ void add_synth_options(CLI::App* s, SynthArgs& a) {
   s->add_option("--fwd-ms", a.fwd_ms, "Forward compute per iteration (default: the model's)");
   s->add_option("--bwd-ms", a.bwd_ms, "Backward compute per iteration (default: the model's)");
   s->add_option("--optimizer-ms", a.optimizer_ms, "Optimizer step per iteration on each worker (default: none)");
+  s->add_flag("--overlap-forward", a.overlap_forward,
+              "ps: no iteration barrier; each layer's forward waits only for its own parameters' pulls (BytePS, P3)");
 }
 
 SynthOptions synth_options(const SynthArgs& a) {
@@ -48,6 +50,9 @@ SynthOptions synth_options(const SynthArgs& a) {
   if (a.fwd_ms != 0) o.fwd = ms(a.fwd_ms);
   if (a.bwd_ms != 0) o.bwd = ms(a.bwd_ms);
   o.optimizer = ms(a.optimizer_ms);
+  o.overlap_forward = a.overlap_forward;
+  if (o.overlap_forward && o.pattern != Pattern::parameter_server) throw std::invalid_argument("--overlap-forward applies to --pattern ps only");
+  if (o.overlap_forward && o.optimizer > 0) throw std::invalid_argument("--overlap-forward: the optimizer step is per layer, on the server; leave out --optimizer-ms");
   return o;
 }
 

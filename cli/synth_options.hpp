@@ -23,6 +23,7 @@ struct SynthArgs {
   double fwd_ms = 0;
   double bwd_ms = 0;
   double optimizer_ms = 0;
+  bool overlap_forward = false;
   std::string out;
 };
 

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "tensorwire/analysis/priority.hpp"
+
 namespace tw {
 namespace {
 
@@ -822,6 +824,28 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
       const Nanos sa = key < a.saving.size() ? a.saving[key] : 0, sb = key < b.saving.size() ? b.saving[key] : 0;
       return sa > sb;
     });
+  }
+
+  // The order hint: the job as measured, every send at its urgency.
+  if (std::any_of(p.ops.begin(), p.ops.end(), [](const Op& op) { return op.type == OpType::send; })) {
+    try {
+      OrderHint& h = d.order;
+      h.priorities = urgency_priorities(p, m.actual.flows);
+      SimGraph g = m.actual;
+      // The measured messages keep their times: only which one a flow takes
+      // first changes (the agents' credit keeps the kernel's queue short, so
+      // that order is what the priorities decide).
+      for (OpIndex o2 = 0; o2 < p.ops.size(); ++o2) {
+        if (p.ops[o2].type != OpType::send) continue;
+        g.ops[o2].priority = h.priorities[o2];
+        h.changed += h.priorities[o2] != p.ops[o2].priority;
+      }
+      h.before = d.simulated;
+      h.after = m.mean(g);
+      h.tried = true;
+    } catch (const std::invalid_argument&) {
+      d.order = {};
+    }
   }
   return d;
 }

@@ -123,6 +123,12 @@ std::string diagnosis_text(const Diagnosis& d, const Profile& p) {
     ct.add(std::move(row));
   }
   out += ct.str(2);
+  if (d.order.tried) {
+    const OrderHint& h = d.order;
+    out += "\norder hint: sends by urgency (critical path first; P3's layer order where the forward waits per layer): " +
+           human_duration(h.after) + " per iteration against " + human_duration(h.before) + " " + impact(h.after - h.before, h.before) +
+           ", " + std::to_string(h.changed) + " send(s) given another priority\n";
+  }
   for (const std::string& n : d.notes) out += "note: " + n + "\n";
   return out;
 }
@@ -180,6 +186,12 @@ nlohmann::json diagnosis_json(const Diagnosis& d, const Profile& p) {
     comp.push_back({{"tensor", x.tensor}, {"bytes", x.bytes}, {"messages", x.messages}, {"saving_ns", x.saving}});
   }
   j["compression"] = {{"ns_per_byte", d.compress_ns_per_byte}, {"factors", d.factors}, {"tensors", comp}};
+  if (d.order.tried) {
+    j["order"] = {{"before_ns", d.order.before}, {"after_ns", d.order.after}, {"predicted_saving_ns", d.order.before - d.order.after},
+                  {"changed", d.order.changed}};
+  } else {
+    j["order"] = nullptr;
+  }
   j["notes"] = d.notes;
   return j;
 }

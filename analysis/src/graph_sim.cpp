@@ -101,6 +101,15 @@ struct QueuedLater {
   bool operator()(const Queued& a, const Queued& b) const { return a.at != b.at ? a.at > b.at : a.op > b.op; }
 };
 using OpQueue = std::priority_queue<Queued, std::vector<Queued>, QueuedLater>;
+// Sends whose planned start has come: the lowest priority first, then as QueuedLater.
+struct Due {
+  std::uint32_t priority;
+  Queued q;
+};
+struct DueLater {
+  bool operator()(const Due& a, const Due& b) const { return a.priority != b.priority ? a.priority > b.priority : QueuedLater{}(a.q, b.q); }
+};
+using DueQueue = std::priority_queue<Due, std::vector<Due>, DueLater>;
 
 struct Successor {
   OpIndex op;
@@ -252,7 +261,8 @@ class Engine {
     std::deque<std::uint32_t> tracked;  // items done per iteration from first_tracked
   };
   struct FlowState {
-    OpQueue queue;
+    OpQueue queue;  // waiting for their planned start
+    DueQueue due;
     bool busy = false;
     Nanos free_since = 0;
     Nanos path_free = 0;
@@ -340,13 +350,17 @@ class Engine {
 
   void dispatch_flow(FlowIndex f) {
     FlowState& fs = flows_[f];
-    if (fs.busy || fs.queue.empty()) return;
-    const Queued q = fs.queue.top();
-    if (q.at > now_) {
-      if (fs.wake > q.at) fs.wake = q.at, push(q.at, Kind::wake_flow, f, 0);
+    if (fs.busy) return;
+    while (!fs.queue.empty() && fs.queue.top().at <= now_) {
+      fs.due.push({g_.ops[fs.queue.top().op].priority, fs.queue.top()});
+      fs.queue.pop();
+    }
+    if (fs.due.empty()) {
+      if (!fs.queue.empty() && fs.wake > fs.queue.top().at) fs.wake = fs.queue.top().at, push(fs.wake, Kind::wake_flow, f, 0);
       return;
     }
-    fs.queue.pop();
+    const Queued q = fs.due.top().q;
+    fs.due.pop();
     fs.busy = true;
     const FlowModel& m = g_.flows[f];
     const Nanos start = now_ + std::max<Nanos>(0, g_.lag(q.op, q.iteration));

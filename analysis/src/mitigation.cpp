@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "tensorwire/analysis/graph_sim.hpp"
+#include "tensorwire/analysis/priority.hpp"
 
 namespace tw {
 namespace {
@@ -156,10 +157,28 @@ std::optional<Mitigation> mitigate(const DiagnosisInput& in, const Diagnosis& d,
     if (best) return best;
     why = "no ring order that keeps " + slow->a + " - " + slow->b + " apart simulates faster";
   }
-  // Compression of the tensor that saves most at 4x (or the ranking's middle factor).
+  // The send order, when it saves more than compressing (it costs nothing and loses nothing).
   const std::size_t key = o.compress_factors.size() > 1 ? 1 : 0;
-  if (d.compression.empty() || d.compression[0].saving.size() <= key || d.compression[0].saving[key] <= 0) {
-    if (why.empty()) why = "no named slow link in a ring, and no tensor whose compression saves time";
+  const Nanos compress_saving = d.compression.empty() || d.compression[0].saving.size() <= key ? 0 : d.compression[0].saving[key];
+  const Nanos order_saving = d.order.tried && d.order.changed > 0 ? d.order.before - d.order.after : 0;
+  if (order_saving > 0 && order_saving >= compress_saving) {
+    Mitigation m;
+    m.kind = "priority";
+    m.predicted = order_saving;
+    m.before = d.order.before;
+    m.after = d.order.after;
+    Profile q = p;
+    const std::size_t changed = prioritize_sends(q, d.order.priorities);
+    m.description = "sends by urgency, critical path first (" + std::to_string(changed) + " sends given a priority)";
+    q.metadata.description = (p.metadata.description.empty() ? "" : p.metadata.description + "; ") + "mitigated: " + m.description;
+    q.metadata.generator.clear();  // it no longer makes this profile
+    q.index();
+    m.profile = std::move(q);
+    return m;
+  }
+  // Compression of the tensor that saves most at 4x (or the ranking's middle factor).
+  if (compress_saving <= 0) {
+    if (why.empty()) why = "no named slow link in a ring, no send order and no tensor whose compression saves time";
     return std::nullopt;
   }
   const Compression& c = d.compression[0];

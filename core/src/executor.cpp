@@ -18,6 +18,7 @@ Executor::Executor(const Profile& profile, RankId rank, ExecutorOptions options)
   armed_iter_.assign(n, -1);
   missing_.assign(n, 0);
   flow_queue_.resize(p_.flows.size());
+  flow_due_.resize(p_.flows.size());
   flow_busy_.assign(p_.flows.size(), false);
   std::vector<bool> flow_seen(p_.flows.size(), false);
   std::size_t incoming = 0;
@@ -129,9 +130,15 @@ void Executor::dispatch_compute(Nanos now) {
 
 void Executor::dispatch_flow(FlowIndex flow, Nanos now) {
   MinHeap& queue = flow_queue_[flow];
-  if (flow_busy_[flow] || queue.empty() || queue.top().at > now) return;
-  const Queued q = queue.top();
-  queue.pop();
+  DueHeap& due = flow_due_[flow];
+  if (flow_busy_[flow]) return;
+  while (!queue.empty() && queue.top().at <= now) {
+    due.push({p_.ops[queue.top().op].priority, queue.top()});
+    queue.pop();
+  }
+  if (due.empty()) return;
+  const Queued q = due.top().q;
+  due.pop();
   flow_busy_[flow] = true;
   actions_.push_back({Action::Kind::send, q.op, q.iteration, q.at, 0});
   if (o_.open_loop && q.iteration + 1 == open_loop_planned_ && --open_loop_pending_ == 0 &&

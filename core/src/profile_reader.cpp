@@ -240,7 +240,7 @@ void Reader::read_ops(const Node* n, Profile& p) {
     const Node& item = items[i];
     const What what("op entry", i);
     const auto f = fields(item, what, {"id", "type", "rank", "duration", "flow", "bytes", "tensor", "label", "gap", "after",
-                           "durations", "gaps"},
+                           "durations", "gaps", "priority"},
                           {"id", "type"});
     const auto id = id_field(f[0], what, "id");
     if (!id) continue;
@@ -271,6 +271,7 @@ void Reader::read_ops(const Node* n, Profile& p) {
         {compute ? f[4] : f[2], compute ? "flow" : "rank"},
         {compute ? f[5] : f[3], compute ? "bytes" : "duration"},
         {compute ? f[6] : nullptr, "tensor"},
+        {compute ? f[12] : nullptr, "priority"},
         {compute ? nullptr : f[10], "durations"}};
     for (const auto& [node, name] : foreign) {
       if (node == nullptr) continue;
@@ -321,6 +322,10 @@ void Reader::read_ops(const Node* n, Profile& p) {
         if (!p.tensors.empty() && tensor_names.count(*t) == 0 && buckets_.count(*t) == 0) {
           error(*f[6], owhat + ": 'tensor' " + quote(*t) + " is neither a tensor nor a bucket of 'tensors'");
         }
+      }
+      if (f[12] != nullptr) {
+        if (auto v = uint_field(f[12], owhat, "priority", 0, limits::kMaxPriority)) op.priority = static_cast<std::uint32_t>(*v);
+        else ok = false;
       }
     }
     if (auto v = string_field(f[7], owhat, "label")) op.label = *v;

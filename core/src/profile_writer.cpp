@@ -139,6 +139,7 @@ std::string write_profile_yaml(const Profile& p) {
       kv(out, "flow", scalar(p.flows[op.flow].id));
       kv(out, "bytes", std::to_string(op.bytes));
       if (!op.tensor.empty()) kv(out, "tensor", scalar(op.tensor));
+      if (op.priority != 0) kv(out, "priority", std::to_string(op.priority));
     }
     if (!op.label.empty()) kv(out, "label", scalar(op.label));
     if (op.gap != 0) kv(out, "gap", format_duration(op.gap));

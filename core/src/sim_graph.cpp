@@ -30,6 +30,7 @@ SimGraph sim_graph(const Profile& p, const FlowModel& link) {
     n.rank = op.rank;
     n.flow = op.flow;
     n.bytes = op.type == OpType::send ? op.bytes : 0;
+    n.priority = op.type == OpType::send ? op.priority : 0;
     n.dep_begin = static_cast<std::uint32_t>(g.deps.size());
     n.dep_count = static_cast<std::uint32_t>(op.after.size());
     g.deps.insert(g.deps.end(), op.after.begin(), op.after.end());

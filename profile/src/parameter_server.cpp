@@ -34,8 +34,12 @@ Profile parameter_server(const Model& model, const SynthOptions& o, SimGraph* gr
   const auto layers = model.layers();
   const auto layer_of = layer_of_tensors(model, layers);
   const LayerTimes times = layer_times(model, layers, o);
-  std::vector<std::vector<OpIndex>> bwd(w);
-  for (std::uint32_t r = 0; r < w; ++r) bwd[r] = compute_chain(b, r, layers, times);
+  std::vector<std::vector<OpIndex>> bwd(w), fwd(w);
+  for (std::uint32_t r = 0; r < w; ++r) bwd[r] = compute_chain(b, r, layers, times, &fwd[r]);
+  if (o.overlap_forward) {
+    p.iteration_barrier = false;
+    p.metadata.description += "; each layer's forward waits for its own pulls of the iteration before";
+  }
 
   // Keys in gradient-ready order; each goes to the server with the fewest bytes so far.
   std::vector<Bytes> load(s, 0);
@@ -63,6 +67,7 @@ Profile parameter_server(const Model& model, const SynthOptions& o, SimGraph* gr
         const OpIndex pull = b.send(b.flow(server, r), [&] { return "r" + std::to_string(server) + ".pull." + key + ".r" + std::to_string(r); },
                                     bytes, t.name, {local(agg)});
         pulled[r].push_back(received(pull));
+        if (o.overlap_forward) b.add_after(fwd[r][layer_of[i]], {pull, true, 1});
       }
     }
   }

@@ -80,6 +80,20 @@ OpIndex Builder::node(OpType type, RankId rank, FlowIndex flow, Bytes bytes, Nan
   return static_cast<OpIndex>(g_->ops.size() - 1);
 }
 
+void Builder::add_after(OpIndex op, const Dependency& d) {
+  if (!g_) {
+    p_.ops[op].after.push_back(d);
+    return;
+  }
+  // The node's dependencies move to the end of the table, with d after them.
+  SimGraph::Node& n = g_->ops[op];
+  const auto begin = static_cast<std::uint32_t>(g_->deps.size());
+  for (std::uint32_t k = 0; k < n.dep_count; ++k) g_->deps.push_back(g_->deps[n.dep_begin + k]);
+  g_->deps.push_back(d);
+  n.dep_begin = begin;
+  ++n.dep_count;
+}
+
 OpIndex Builder::add_compute(RankId rank, std::string id, Nanos duration, const std::vector<Dependency>& after) {
   Op op;
   op.id = std::move(id);
@@ -160,11 +174,13 @@ LayerTimes layer_times(const Model& model, const std::vector<Layer>& layers, con
   return t;
 }
 
-std::vector<OpIndex> compute_chain(Builder& b, RankId rank, const std::vector<Layer>& layers, const LayerTimes& t) {
+std::vector<OpIndex> compute_chain(Builder& b, RankId rank, const std::vector<Layer>& layers, const LayerTimes& t,
+                                   std::vector<OpIndex>* fwd) {
   const std::string prefix = "r" + std::to_string(rank) + ".";
   std::vector<Dependency> prev;
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const OpIndex op = b.compute(rank, [&] { return prefix + "fwd." + sanitize(layers[l].name); }, t.fwd[l], prev);
+    if (fwd) fwd->push_back(op);
     prev = {local(op)};
   }
   std::vector<OpIndex> bwd(layers.size(), 0);

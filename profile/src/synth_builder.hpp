@@ -31,6 +31,8 @@ class Builder {
   OpIndex send(FlowIndex flow, const Id& id, Bytes bytes, const std::string& tensor, const std::vector<Dependency>& after) {
     return g_ ? node(OpType::send, p_.flows[flow].src, flow, bytes, 0, after) : add_send(flow, id(), bytes, tensor, after);
   }
+  // Op `op` also waits for `d`.
+  void add_after(OpIndex op, const Dependency& d);
 
  private:
   OpIndex add_compute(RankId rank, std::string id, Nanos duration, const std::vector<Dependency>& after);
@@ -54,8 +56,10 @@ struct LayerTimes {
 LayerTimes layer_times(const Model& model, const std::vector<Layer>& layers, const SynthOptions& o);
 
 // Forward ops in layer order, then backward ops in reverse, chained on `rank`.
-// Returns the backward op of each layer (indexed by layer).
-std::vector<OpIndex> compute_chain(Builder& b, RankId rank, const std::vector<Layer>& layers, const LayerTimes& t);
+// Returns the backward op of each layer (indexed by layer); `fwd`, if given, gets
+// the forward ones.
+std::vector<OpIndex> compute_chain(Builder& b, RankId rank, const std::vector<Layer>& layers, const LayerTimes& t,
+                                   std::vector<OpIndex>* fwd = nullptr);
 
 // Op ids are built from tensor and layer names: keep them within the id alphabet.
 std::string sanitize(const std::string& name);

@@ -86,6 +86,16 @@ eight_agents() {
 }
 check "run --local 8" eight_agents
 
+prioritised() {
+  # Sends with priorities wait for the kernel's queue to drain below the credit
+  # before their first write: every byte still arrives, every record is whole.
+  "$TW" simulate "$SRC/traffic_profiles/mlp-ring-2.yaml" --prioritize --emit prio.yaml > /dev/null &&
+    grep -q 'priority: ' prio.yaml &&
+    "$TW" run prio.yaml --local 2 --iterations 3 --out rp --quiet > rp.txt &&
+    "$TW" results check rp --profile prio.yaml | grep -q 'ok: .* delivered whole'
+}
+check "run --local 2 of a profile with send priorities" prioritised
+
 compare_outputs() {
   # A run against itself: every error is exactly zero.
   "$TW" compare r4 r4 --json > self.json &&

@@ -3,13 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "inline_profile.hpp"
 #include "tensorwire/analysis/diagnosis.hpp"
 #include "tensorwire/analysis/graph_sim.hpp"
 #include "tensorwire/analysis/mitigation.hpp"
+#include "tensorwire/analysis/priority.hpp"
 #include "tensorwire/analysis/simulator.hpp"
+#include "tensorwire/profile/model.hpp"
+#include "tensorwire/profile/synth.hpp"
 
 namespace tw {
 namespace {
@@ -53,6 +57,42 @@ TEST(GraphSim, AgreesWithTheExecutorSimulatorOnRingAndParameterServer) {
       EXPECT_NEAR(static_cast<double>(now.iteration_end[i]), static_cast<double>(old.iteration_end[i]),
                   1e-3 * static_cast<double>(old.iteration_end[i]))
           << name << " iteration " << i;
+    }
+  }
+}
+
+// m holds the flow while n and k become ready; k is the more urgent.
+const char* const kPriorities =
+    "version: 1\niterations: 1\nranks: [{id: 0}, {id: 1}]\nflows: [{id: a, src: 0, dst: 1}]\n"
+    "ops:\n"
+    "  - {id: m, type: send, flow: a, bytes: 1MB}\n"
+    "  - {id: c, type: compute, rank: 0, duration: 100us}\n"
+    "  - {id: n, type: send, flow: a, bytes: 1MB, priority: 5, after: [c]}\n"
+    "  - {id: k, type: send, flow: a, bytes: 2MB, priority: PK, after: [c]}\n";
+
+TEST(GraphSim, OfTheSendsWaitingOnAFlowTheMostUrgentGoesFirst) {
+  for (const char* pk : {"1", "9"}) {
+    std::string text = kPriorities;
+    text.replace(text.find("PK"), 2, pk);
+    const Profile p = test::inline_profile(text);
+    SimOptions o;
+    o.link_bps = 8e9;  // 1 ms per MB
+    const SimResult old = simulate(p, o);
+    std::map<std::string, Nanos> start;
+    for (const auto& x : old.ops) start[p.ops[x.op].id] = x.start;
+    const bool k_first = std::string(pk) == "1";
+    EXPECT_EQ(start["m"], 0);
+    EXPECT_EQ(start[k_first ? "k" : "n"], 1'000'000) << pk;
+    EXPECT_EQ(start[k_first ? "n" : "k"], k_first ? 3'000'000 : 2'000'000) << pk;
+    FlowModel link;
+    link.bps = 8e9;
+    GraphSimOptions so;
+    so.record = true;
+    const GraphSimRun now = simulate_graph(sim_graph(p, link), so);
+    for (OpIndex op = 0; op < p.ops.size(); ++op) {
+      if (p.ops[op].type == OpType::send) {
+        EXPECT_EQ(now.instances[op].start, start[p.ops[op].id]) << p.ops[op].id << " " << pk;
+      }
     }
   }
 }
@@ -315,6 +355,53 @@ TEST(Mitigation, RingOrderAvoidsTheSlowPairAndCompressionIsTheFallback) {
   }
   EXPECT_GT(before, 0u);
   EXPECT_NEAR(static_cast<double>(after), static_cast<double>(before) / 4, static_cast<double>(before) * 0.01);
+}
+
+// Forward waiting per layer: the next forward's layer order is the urgency order,
+// on every link; the analysis predicts a saving, and the mitigation is that order.
+TEST(Priority, UrgencyIsTheNextForwardsLayerOrder) {
+  std::string text = "model: layers\ndtype: float32\nfwd: 80ms\nbwd: 40ms\ntensors:\n";
+  for (int l = 0; l < 6; ++l) text += "  - {name: l" + std::to_string(l) + ".weight, shape: [262144]}\n";
+  const Model model = load_model_text(text, "layers.yaml");
+  SynthOptions so;
+  so.pattern = Pattern::parameter_server;
+  so.ranks = 3;
+  so.iterations = 6;
+  so.overlap_forward = true;
+  Profile p = synthesize(model, so);
+  EXPECT_FALSE(p.iteration_barrier);
+  const auto in_layer_order = [&p](const auto& priority_of) {
+    for (RankId w = 0; w < 3; ++w) {
+      for (int l = 0; l + 1 < 6; ++l) {
+        const auto pull = [&](int layer) { return p.op_by_id.at("r3.pull.l" + std::to_string(layer) + ".weight.r" + std::to_string(w)); };
+        const auto push = [&](int layer) { return p.op_by_id.at("r" + std::to_string(w) + ".push.l" + std::to_string(layer) + ".weight"); };
+        EXPECT_LT(priority_of(pull(l)), priority_of(pull(l + 1))) << w << " " << l;
+        EXPECT_LT(priority_of(push(l)), priority_of(push(l + 1))) << w << " " << l;
+      }
+    }
+  };
+  const auto pr = urgency_priorities(p, std::vector<FlowModel>(p.flows.size(), FlowModel{1e9}));
+  in_layer_order([&pr](OpIndex op) { return pr[op]; });
+  Profile q = p;
+  EXPECT_EQ(prioritize_sends(q, pr), static_cast<std::size_t>(std::count_if(pr.begin(), pr.end(), [](std::uint32_t x) { return x != 0; })));
+  EXPECT_EQ(prioritize_sends(q, pr), 0u);
+  // On shared 1 Gbit/s links the urgency order is faster, and the analysis says so.
+  SimOptions o;
+  o.links = uniform_links(p.ranks.size(), 1e9);
+  const DiagnosisInput in = input_of(p, o);
+  const Diagnosis d = diagnose(in);
+  ASSERT_TRUE(d.order.tried);
+  EXPECT_GT(d.order.changed, 0u);
+  EXPECT_LT(d.order.after, d.order.before);
+  SimGraph fifo = sim_graph(p, FlowModel{1e9}), urgent = sim_graph(q, FlowModel{1e9});
+  fifo.rank_links = urgent.rank_links = uniform_links(p.ranks.size(), 1e9);
+  EXPECT_LT(simulate_graph(urgent).mean_iteration(1), 0.9 * simulate_graph(fifo).mean_iteration(1));
+  std::string why;
+  const auto m = mitigate(in, d, DiagnosisOptions{}, why);
+  ASSERT_TRUE(m) << why;
+  ASSERT_EQ(m->kind, "priority") << m->description;
+  EXPECT_EQ(m->predicted, d.order.before - d.order.after);
+  in_layer_order([&m](OpIndex op) { return m->profile.ops[op].priority; });
 }
 
 TEST(Mitigation, CompressSendsDividesBytesAndChargesTheSender) {

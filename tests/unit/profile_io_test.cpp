@@ -113,6 +113,24 @@ TEST(ProfileLoad, ReadsAFlowsReadLagAndChecksIt) {
             "t.yaml:7:41: flow 'f01': 'read_lag' must be a duration like 1.5ms or 250us, got '2h'\n");
 }
 
+TEST(ProfileLoad, ReadsASendsPriorityAndChecksIt) {
+  const ProfileLoad l = load_profile_text(with_line(11, "  - {id: s0, type: send, flow: f01, bytes: 1MiB, priority: 7, after: [c0]}"), "t.yaml");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l.profile->ops[1].priority, 7U);
+  EXPECT_EQ(l.profile->ops[3].priority, 0U) << "none given: 0";
+  const std::string written = write_profile_yaml(*l.profile);
+  EXPECT_NE(written.find("priority: 7"), std::string::npos);
+  const ProfileLoad again = load_profile_text(written, "again.yaml");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.profile->ops[1].priority, 7U);
+  EXPECT_EQ(problems(with_line(11, "  - {id: s0, type: send, flow: f01, bytes: 1MiB, priority: -1, after: [c0]}")),
+            "t.yaml:11:60: op 's0': 'priority' must be at least 0, got -1\n");
+  EXPECT_EQ(problems(with_line(11, "  - {id: s0, type: send, flow: f01, bytes: 1MiB, priority: 5000000000, after: [c0]}")),
+            "t.yaml:11:60: op 's0': 'priority' is 5000000000, more than the limit of 1000000000\n");
+  EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, priority: 1}")),
+            "t.yaml:10:63: op 'c0': field 'priority' does not apply to a compute op\n");
+}
+
 TEST(ProfileLoad, ReadsPerIterationDurationsAndGapsAndChecksThem) {
   std::string text = with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, durations: [1ms, 3ms, 2ms]}");
   text = text.replace(text.find("iterations: 2"), 13, "iterations: 4");  // a list is at most one per iteration

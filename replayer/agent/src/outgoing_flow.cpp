@@ -1,6 +1,10 @@
 #include "outgoing_flow.hpp"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+
 #include <boost/asio/write.hpp>
+#include <chrono>
 #include <limits>
 
 #include "clock.hpp"
@@ -21,7 +25,10 @@ OutgoingFlow::OutgoingFlow(asio::io_context& ctx, const Profile& p, FlowIndex fl
       recorder_(recorder),
       events_(events),
       realtime_offset_(realtime_offset),
-      sock_(ctx) {}
+      sock_(ctx),
+      credit_timer_(ctx) {
+  for (const Op& op : p.ops) credit_ = credit_ || (op.type == OpType::send && op.flow == flow && op.priority != 0);
+}
 
 std::string OutgoingFlow::attach(tcp::socket sock, std::string peer, bool tx_timestamps) {
   sock_ = std::move(sock);
@@ -45,7 +52,26 @@ void OutgoingFlow::send(const Action& a) {
     if (auto given_up = stamps_->track(a.op, a.iteration, wire)) recorder_.push(*given_up);
   }
   ready_ = mono_now();
-  write_next(true);
+  if (credit_) {
+    start_when_credit();
+  } else {
+    write_next(true);
+  }
+}
+
+void OutgoingFlow::start_when_credit() {
+  int unsent = 0;
+  if (ioctl(sock_.native_handle(), SIOCOUTQNSD, &unsent) != 0 || static_cast<Bytes>(unsent) < kPriorityCredit) {
+    write_next(true);
+    return;
+  }
+  // The kernel signals no edge when its unsent bytes drop below a level, so
+  // look again shortly: 100 us is 12 KB at 1 Gbit/s.
+  credit_timer_.expires_after(std::chrono::microseconds(100));
+  credit_timer_.async_wait([this](const error_code& ec) {
+    if (ec || !sock_.is_open()) return;
+    start_when_credit();
+  });
 }
 
 // Writes the header (first call of a message) and up to 64 views of the payload
@@ -159,6 +185,7 @@ void OutgoingFlow::finish() {
 
 void OutgoingFlow::close() {
   error_code ignored;
+  credit_timer_.cancel();
   sock_.close(ignored);
 }
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -43,7 +44,13 @@ class OutgoingFlow {
 
   // Writes message `a` (one send op); Events::sent when the kernel has it all.
   // One message at a time: the executor does not start another before sent().
+  // On a flow whose sends have priorities, a message's first write waits until
+  // less than kPriorityCredit of the messages before it is still unsent in the
+  // kernel: otherwise the socket buffer would hold several messages in the
+  // order they came and the priorities would decide nothing (ByteScheduler's
+  // credit).
   void send(const Action& a);
+  static constexpr Bytes kPriorityCredit = 128 * kKiB;
 
   // Transmit timestamps are read from now on (at the start of the run).
   void watch_stamps();
@@ -68,6 +75,7 @@ class OutgoingFlow {
   static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in the first write: bounds wire_first's lag
 
   void write_next(bool with_header);
+  void start_when_credit();
   void written(const boost::system::error_code& ec);
   void drain_stamps();
 
@@ -86,6 +94,8 @@ class OutgoingFlow {
   std::array<boost::asio::const_buffer, 65> iov_{};
   Bytes remaining_ = 0;  // payload bytes not yet handed to a write
   Nanos ready_ = 0;
+  bool credit_ = false;  // the flow's sends have priorities
+  boost::asio::steady_timer credit_timer_;
   std::uint64_t bytes_ = 0;
   std::uint64_t messages_ = 0;
   std::optional<TxStampTracker> stamps_;

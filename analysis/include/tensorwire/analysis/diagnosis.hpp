@@ -135,6 +135,15 @@ struct Compression {
   std::vector<Nanos> saving;  // per factor: measured-job simulation minus with it compressed (may be negative)
 };
 
+// The order hint: every send given its urgency (priority.hpp), simulated on the
+// job as measured.
+struct OrderHint {
+  bool tried = false;  // false: no send, or a DAG without an order
+  Nanos before = 0, after = 0;  // simulated iteration, now and with the priorities
+  std::size_t changed = 0;  // sends whose priority differs from the profile's
+  std::vector<std::uint32_t> priorities;  // per op
+};
+
 struct Diagnosis {
   std::string source;
   std::size_t iterations = 0;  // analysed (after warm-up)
@@ -149,6 +158,7 @@ struct Diagnosis {
   CriticalPath path;
   Verdict verdict;
   std::vector<Compression> compression;  // by saving at compress_factors[1] (or the only one), largest first
+  OrderHint order;
   std::vector<double> factors;
   double compress_ns_per_byte = 0;
   double threshold = 0;

@@ -7,6 +7,8 @@
 //   two neighbours of the ring sit on the slow pair. Rank r of the profile runs on
 //   host r (the testbed's and `--hosts`' order), so the new profile renames the
 //   ranks: what rank r did, rank perm[r] does.
+// - Otherwise the send order of the order hint (priority.hpp), when it saves at
+//   least as much as compressing: it costs nothing and changes no tensor.
 // - Otherwise the tensor whose compression saves most (the ranking's top at 4x):
 //   its messages 4 times smaller, each send's gap longer by the compression cost.
 #pragma once
@@ -20,7 +22,7 @@
 namespace tw {
 
 struct Mitigation {
-  std::string kind;  // "reorder" or "compress"
+  std::string kind;  // "reorder", "priority" or "compress"
   std::string description;
   Profile profile;
   Nanos predicted = 0;  // saving per iteration the simulator predicts

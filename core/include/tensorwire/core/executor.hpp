@@ -9,7 +9,8 @@
 //
 // Closed loop (default): an op of iteration i is ready when its dependencies have
 // completed; it starts `gap` later, but a compute op waits for the rank's
-// previous compute op and a send for the previous message on its flow. Open loop:
+// previous compute op and a send for the previous message on its flow; of the
+// sends whose time has come on a flow, the lowest `priority` goes first. Open loop:
 // every send of iteration i is planned at start + i x period + its offset, compute
 // and dependencies ignored; sends on a flow still go one after another.
 #pragma once
@@ -106,6 +107,13 @@ class Executor {
     bool operator>(const Queued& o) const { return at != o.at ? at > o.at : op > o.op; }
   };
   using MinHeap = std::priority_queue<Queued, std::vector<Queued>, std::greater<Queued>>;
+  // Sends whose planned start has come, most urgent on top.
+  struct Due {
+    std::uint32_t priority;
+    Queued q;
+    bool operator>(const Due& o) const { return priority != o.priority ? priority > o.priority : q > o.q; }
+  };
+  using DueHeap = std::priority_queue<Due, std::vector<Due>, std::greater<Due>>;
 
   void counted(OpIndex op, std::uint32_t iteration, Nanos now);
   void arm(OpIndex op, std::uint32_t iteration, Nanos now);
@@ -132,7 +140,8 @@ class Executor {
 
   MinHeap compute_queue_;
   bool computing_ = false;
-  std::vector<MinHeap> flow_queue_;  // by flow index (only own flows used)
+  std::vector<MinHeap> flow_queue_;  // by flow index (only own flows used): sends waiting for their time
+  std::vector<DueHeap> flow_due_;  // by flow index: sends whose time has come
   std::vector<bool> flow_busy_;
   std::vector<Action> actions_;  // a FIFO that keeps its capacity
   std::size_t action_head_ = 0;

@@ -96,6 +96,10 @@ struct Op {
   FlowIndex flow = 0;  // send only
   Bytes bytes = 0;  // send only
   std::string tensor;  // send only, optional: a tensor name or bucket label
+  // Send only: among sends ready on the same flow, a lower priority goes first
+  // (ties: the earlier planned start, then the profile's order). 0 by default, so
+  // a profile without priorities keeps its first-ready, first-sent order.
+  std::uint32_t priority = 0;
   std::string label;  // optional, for people
   Nanos gap = 0;
   std::vector<Nanos> gaps;  // optional: the gap in each iteration, as `durations`
@@ -166,6 +170,7 @@ inline constexpr Bytes kMaxMessageBytes = 64 * kGiB;
 inline constexpr Nanos kMaxDuration = 3600 * kSecond;
 inline constexpr std::uint32_t kMaxIterationsBack = 1000;
 inline constexpr std::size_t kMaxIdLength = 256;
+inline constexpr std::uint64_t kMaxPriority = 1'000'000'000;
 }  // namespace limits
 
 // Time dilation: the same profile with every compute duration and gap (and

@@ -30,6 +30,7 @@ struct SimGraph {
     RankId rank = 0;
     FlowIndex flow = 0;  // send
     Bytes bytes = 0;  // send
+    std::uint32_t priority = 0;  // send: as Op::priority
     std::uint32_t dep_begin = 0, dep_count = 0;  // into deps
     std::uint32_t dur_begin = 0, dur_count = 0;  // into durations; compute: iteration i takes [dur_begin + i % dur_count]
     std::uint32_t gap_begin = 0, gap_count = 0;  // into gaps; none: 0

@@ -31,6 +31,10 @@ struct SynthOptions {
   std::optional<Nanos> fwd;  // total per iteration; default: the model's
   std::optional<Nanos> bwd;
   Nanos optimizer = 0;  // per-iteration optimizer step on each worker; 0: none
+  // PS: no iteration barrier; each layer's forward waits for its own tensors'
+  // pulls of the iteration before (BytePS, P3), so that the order of the sends
+  // on a link decides how soon the next forward can go.
+  bool overlap_forward = false;
 };
 
 // DDP's bucket assignment (steady state, after the first iteration's rebuild):
