@@ -19,7 +19,7 @@ SRC=$(realpath "$2")
 . "$(dirname "$0")/lib.sh"
 cd "$TW_TMP"
 PY=/usr/bin/python3
-NAME=twa$((RANDOM % 100))
+NAME=${TW_ANALYSIS_NAME:-twa$((RANDOM % 100))}
 trap '"$TW" testbed down --name $NAME > /dev/null 2>&1; rm -rf "$TW_TMP"' EXIT
 [ "$(id -u)" = 0 ] || { echo "the testbed needs root"; exit 1; }
 
@@ -275,71 +275,10 @@ check "simulate of a bad what-if fails" bash -c "! '$TW' simulate ring.yaml --co
 [ -f mitigation.txt ] && head -1 mitigation.txt
 [ -f compression.txt ] && cat compression.txt
 [ -f order.txt ] && cat order.txt
-# The validation table (bench/analysis.sh puts it into docs/analysis.md): each
-# injection's predicted saving against the measured difference from its clean run.
-$PY - "${TW_ANALYSIS_TABLE:-/dev/stdout}" <<'EOF'
-import json, os, sys
-def load(name):
-    p = name + ".analysis.json"
-    return json.load(open(p)) if os.path.exists(p) else None
-rows = []
-for job, label in (("ring", "ring all-reduce, 4 ranks"), ("real", "PyTorch DDP (MLP, Gloo), built from its capture, 4 ranks"),
-                   ("ps", "parameter server, 3 workers + 1")):
-    clean = load(f"{job}-clean")
-    for kind, inj in (("clean", "none"), ("slow", "--slow-rank " + ("1:1.5" if job == "ps" else "2:1.5")),
-                      ("pair", "--pair " + ("1-2" if job == "ring" else "0-3") + ":rate=200mbit")):
-        j = load(f"{job}-{kind}")
-        if not j:
-            continue
-        named = [f"rank {s['rank']}" for s in j["stragglers"] if s["named"]] + [f"{l['a']} - {l['b']}" for l in j["links"] if l["named"]]
-        causes = [s for s in j["stragglers"] if s["named"]] + [l for l in j["links"] if l["named"]]
-        pred = causes[0]["without_ns"] / 1e6 if causes and kind != "clean" else None
-        meas = (j["measured_ns"] - clean["measured_ns"]) / 1e6 if clean and kind != "clean" else None
-        err = f"{(pred - meas) / meas * 100:+.1f}%" if pred is not None and meas else ""
-        rows.append(f"| {label} | `{inj}` | {j['measured_ns']/1e6:.2f} ms | {j['sim_error']*100:+.1f}% | {', '.join(named) or 'nothing'} | "
-                    f"{'' if pred is None else f'{pred:.2f} ms'} | {'' if meas is None else f'{meas:.2f} ms'} | {err} |")
-m = json.load(open("ring-pair.mitigation.json"))["mitigation"] if os.path.exists("ring-pair.mitigation.json") else None
-fixed, pair = load("ring-mitigated"), load("ring-pair")
-with open(sys.argv[1], "w") as out:
-    out.write("| job | injection | measured | simulated | named | predicted saving | measured difference | error |\n|---|---|---|---|---|---|---|---|\n")
-    out.write("\n".join(rows) + "\n")
-    if m and fixed and pair:
-        meas = (pair["measured_ns"] - fixed["measured_ns"]) / 1e6
-        out.write(f"\nMitigation of the ring's slow pair (`--emit-mitigated`, {m['description']}): predicted saving "
-                  f"{m['predicted_ns']/1e6:.2f} ms, measured {meas:.2f} ms ({pair['measured_ns']/1e6:.2f} -> {fixed['measured_ns']/1e6:.2f} ms).\n")
-    base = load("comm-base")
-    runs = [load(f"comm-c{i}") for i in range(3)]
-    if base and all(runs):
-        k = base["compression"]["factors"].index(4)
-        out.write("\nCompression checked by replay (parameter server, 3 workers + 1, every host's link at 1 Gbit/s; "
-                  f"base iteration {base['measured_ns']/1e6:.2f} ms): the ranking's top three tensors, each compressed 4x and replayed:\n\n"
-                  "| rank | tensor | predicted saving | measured saving | error |\n|---|---|---|---|---|\n")
-        for i, (t, r) in enumerate(zip(base["compression"]["tensors"], runs)):
-            pred, meas = t["saving_ns"][k] / 1e6, (base["measured_ns"] - r["measured_ns"]) / 1e6
-            out.write(f"| {i + 1} | {t['tensor']} | {pred:.2f} ms | {meas:.2f} ms | {(pred - meas) / meas * 100:+.1f}% |\n" if meas else
-                      f"| {i + 1} | {t['tensor']} | {pred:.2f} ms | {meas:.2f} ms | |\n")
-        out.write("\n`simulate` on the link model alone (`--link-rate 1gbit --shared`, nothing fitted from a run) against the replays:\n\n"
-                  "| profile | simulated | replayed | error |\n|---|---|---|---|\n")
-        for f, r in (("comm-ps", base), ("comm-c0", runs[0]), ("comm-c1", runs[1]), ("comm-c2", runs[2])):
-            sim = json.load(open(f + ".sim.json"))["mean_iteration_ns"] / 1e6 if os.path.exists(f + ".sim.json") else None
-            if sim is None:
-                continue
-            meas = r["measured_ns"] / 1e6
-            out.write(f"| {f}.yaml | {sim:.2f} ms | {meas:.2f} ms | {(sim - meas) / meas * 100:+.1f}% |\n")
-    fifo, prio = load("order-fifo"), load("order-prio")
-    if fifo and prio and fifo.get("order"):
-        sims = [json.load(open(f + ".sim.json"))["mean_iteration_ns"] / 1e6 if os.path.exists(f + ".sim.json") else None
-                for f in ("order-ps", "order-prio")]
-        meas = (fifo["measured_ns"] - prio["measured_ns"]) / 1e6
-        pred = fifo["order"]["predicted_saving_ns"] / 1e6
-        out.write("\nThe order hint checked by replay (parameter server, 3 workers + 1, forward waiting per layer, 1 Gbit/s): "
-                  "the profile replayed first-ready first-sent and with every send at its urgency (`simulate --prioritize`):\n\n"
-                  "| | first-ready | by urgency | saving | error |\n|---|---|---|---|---|\n"
-                  f"| replayed | {fifo['measured_ns']/1e6:.2f} ms | {prio['measured_ns']/1e6:.2f} ms | {meas:.2f} ms | |\n"
-                  f"| `analyze` of the first-ready run (order hint) | {fifo['order']['before_ns']/1e6:.2f} ms | {fifo['order']['after_ns']/1e6:.2f} ms | "
-                  f"{pred:.2f} ms | {(pred - meas) / meas * 100:+.1f}% |\n" if meas else "")
-        if all(x is not None for x in sims):
-            out.write(f"| `simulate --link-rate 1gbit --shared` | {sims[0]:.2f} ms | {sims[1]:.2f} ms | {sims[0] - sims[1]:.2f} ms | "
-                      f"{(sims[0] - sims[1] - meas) / meas * 100:+.1f}% |\n" if meas else "")
-EOF
+# The validation tables (bench/analysis.sh puts them into docs/analysis.md, the
+# median of several runs): each prediction against the measured difference.
+if [ -n "${TW_ANALYSIS_KEEP:-}" ]; then
+  mkdir -p "$TW_ANALYSIS_KEEP" && cp ./*.analysis.json ./*.sim.json ./*.mitigation.json "$TW_ANALYSIS_KEEP"/ 2> /dev/null
+fi
+$PY "$SRC/tests/integration/analysis_table.py" "${TW_ANALYSIS_TABLE:-/dev/stdout}" .
 finish
