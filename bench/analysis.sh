@@ -19,7 +19,7 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 for i in $(seq 1 "$runs"); do
   # One testbed name for every run, so that its hosts keep their addresses.
   TW_ANALYSIS_NAME=twb TW_ANALYSIS_KEEP=$work/run$i bash tests/integration/analysis_test.sh "$build/cli/tensorwire" . > "$work/log$i" 2>&1 ||
-    { tail -30 "$work/log$i"; echo "bench: analysis_test.sh failed in run $i" >&2; exit 1; }
+    { grep -A12 "FAIL" "$work/log$i" | head -40; echo "bench: analysis_test.sh failed in run $i" >&2; exit 1; }
 done
 python3 tests/integration/analysis_table.py "$table" "$work"/run*
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -185,7 +185,7 @@ nlohmann::json diagnosis_json(const Diagnosis& d, const Profile& p) {
   for (const Compression& x : d.compression) {
     comp.push_back({{"tensor", x.tensor}, {"bytes", x.bytes}, {"messages", x.messages}, {"saving_ns", x.saving}});
   }
-  j["compression"] = {{"ns_per_byte", d.compress_ns_per_byte}, {"factors", d.factors}, {"tensors", comp}};
+  j["compression"] = {{"ns_per_byte", d.compress_ns_per_byte}, {"factors", d.factors}, {"model_ns", d.compression_model}, {"tensors", comp}};
   if (d.order.tried) {
     j["order"] = {{"before_ns", d.order.before}, {"after_ns", d.order.after}, {"predicted_saving_ns", d.order.before - d.order.after},
                   {"changed", d.order.changed}};

@@ -158,6 +158,7 @@ struct Diagnosis {
   CriticalPath path;
   Verdict verdict;
   std::vector<Compression> compression;  // by saving at compress_factors[1] (or the only one), largest first
+  Nanos compression_model = 0;  // the compression what-ifs' base: the job on its fitted shared links, simulated
   OrderHint order;
   std::vector<double> factors;
   double compress_ns_per_byte = 0;
