@@ -3,6 +3,7 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 
+#include <algorithm>
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <limits>
@@ -53,6 +54,8 @@ void OutgoingFlow::send(const Action& a) {
   }
   ready_ = mono_now();
   if (credit_) {
+    credit_poll_us_ = 100;
+    credit_unsent_ = std::numeric_limits<int>::max();
     start_when_credit();
   } else {
     write_next(true);
@@ -66,8 +69,12 @@ void OutgoingFlow::start_when_credit() {
     return;
   }
   // The kernel signals no edge when its unsent bytes drop below a level, so
-  // look again shortly: 100 us is 12 KB at 1 Gbit/s.
-  credit_timer_.expires_after(std::chrono::microseconds(100));
+  // look again shortly: 100 us is 12 KB at 1 Gbit/s. While nothing drains (a
+  // peer that stopped reading) look less often, up to every 2 ms; the agent's
+  // idle timeout ends a run that stalls.
+  credit_poll_us_ = unsent < credit_unsent_ ? 100 : std::min(2 * credit_poll_us_, 2000);
+  credit_unsent_ = unsent;
+  credit_timer_.expires_after(std::chrono::microseconds(credit_poll_us_));
   credit_timer_.async_wait([this](const error_code& ec) {
     if (ec || !sock_.is_open()) return;
     start_when_credit();

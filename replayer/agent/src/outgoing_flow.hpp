@@ -95,6 +95,8 @@ class OutgoingFlow {
   Bytes remaining_ = 0;  // payload bytes not yet handed to a write
   Nanos ready_ = 0;
   bool credit_ = false;  // the flow's sends have priorities
+  int credit_poll_us_ = 100;
+  int credit_unsent_ = 0;  // unsent bytes at the last look
   boost::asio::steady_timer credit_timer_;
   std::uint64_t bytes_ = 0;
   std::uint64_t messages_ = 0;
