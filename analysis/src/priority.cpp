@@ -59,8 +59,13 @@ std::vector<std::uint32_t> urgency_priorities(const Profile& p, const std::vecto
     if (p.ops[i].type == OpType::send) sends.push_back(static_cast<OpIndex>(i));
   }
   std::stable_sort(sends.begin(), sends.end(), [&here](OpIndex a, OpIndex b) { return here[a] > here[b]; });
+  // Equal urgency, equal priority: such sends keep their first-ready order.
   std::vector<std::uint32_t> pr(n, 0);
-  for (std::size_t k = 0; k < sends.size(); ++k) pr[sends[k]] = static_cast<std::uint32_t>(k);
+  std::uint32_t rank = 0;
+  for (std::size_t k = 0; k < sends.size(); ++k) {
+    if (k > 0 && here[sends[k]] != here[sends[k - 1]]) ++rank;
+    pr[sends[k]] = rank;
+  }
   return pr;
 }
 

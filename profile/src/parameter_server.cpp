@@ -44,6 +44,8 @@ Profile parameter_server(const Model& model, const SynthOptions& o, SimGraph* gr
   // Keys in gradient-ready order; each goes to the server with the fewest bytes so far.
   std::vector<Bytes> load(s, 0);
   std::vector<std::vector<Dependency>> pulled(w);
+  // --overlap-forward: per worker and layer, the pulls its forward waits for.
+  std::vector<std::vector<std::vector<Dependency>>> forward_needs(w, std::vector<std::vector<Dependency>>(o.overlap_forward ? layers.size() : 0));
   for (std::size_t i = model.tensors.size(); i-- > 0;) {
     const auto& t = model.tensors[i];
     const Bytes parts = (t.bytes + o.partition_bytes - 1) / o.partition_bytes;
@@ -67,9 +69,12 @@ Profile parameter_server(const Model& model, const SynthOptions& o, SimGraph* gr
         const OpIndex pull = b.send(b.flow(server, r), [&] { return "r" + std::to_string(server) + ".pull." + key + ".r" + std::to_string(r); },
                                     bytes, t.name, {local(agg)});
         pulled[r].push_back(received(pull));
-        if (o.overlap_forward) b.add_after(fwd[r][layer_of[i]], {pull, true, 1});
+        if (o.overlap_forward) forward_needs[r][layer_of[i]].push_back({pull, true, 1});
       }
     }
+  }
+  for (RankId r = 0; r < w; ++r) {
+    for (std::size_t l = 0; l < forward_needs[r].size(); ++l) b.add_after(fwd[r][l], forward_needs[r][l]);
   }
   if (o.optimizer > 0) {
     for (RankId r = 0; r < w; ++r) {

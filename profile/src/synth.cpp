@@ -80,18 +80,19 @@ OpIndex Builder::node(OpType type, RankId rank, FlowIndex flow, Bytes bytes, Nan
   return static_cast<OpIndex>(g_->ops.size() - 1);
 }
 
-void Builder::add_after(OpIndex op, const Dependency& d) {
+void Builder::add_after(OpIndex op, const std::vector<Dependency>& deps) {
+  if (deps.empty()) return;
   if (!g_) {
-    p_.ops[op].after.push_back(d);
+    p_.ops[op].after.insert(p_.ops[op].after.end(), deps.begin(), deps.end());
     return;
   }
-  // The node's dependencies move to the end of the table, with d after them.
+  // The node's dependencies move to the end of the table, with deps after them.
   SimGraph::Node& n = g_->ops[op];
   const auto begin = static_cast<std::uint32_t>(g_->deps.size());
   for (std::uint32_t k = 0; k < n.dep_count; ++k) g_->deps.push_back(g_->deps[n.dep_begin + k]);
-  g_->deps.push_back(d);
+  g_->deps.insert(g_->deps.end(), deps.begin(), deps.end());
   n.dep_begin = begin;
-  ++n.dep_count;
+  n.dep_count += static_cast<std::uint32_t>(deps.size());
 }
 
 OpIndex Builder::add_compute(RankId rank, std::string id, Nanos duration, const std::vector<Dependency>& after) {

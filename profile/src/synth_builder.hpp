@@ -31,8 +31,8 @@ class Builder {
   OpIndex send(FlowIndex flow, const Id& id, Bytes bytes, const std::string& tensor, const std::vector<Dependency>& after) {
     return g_ ? node(OpType::send, p_.flows[flow].src, flow, bytes, 0, after) : add_send(flow, id(), bytes, tensor, after);
   }
-  // Op `op` also waits for `d`.
-  void add_after(OpIndex op, const Dependency& d);
+  // Op `op` also waits for `deps`.
+  void add_after(OpIndex op, const std::vector<Dependency>& deps);
 
  private:
   OpIndex add_compute(RankId rank, std::string id, Nanos duration, const std::vector<Dependency>& after);

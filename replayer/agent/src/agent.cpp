@@ -90,12 +90,17 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     payload_.assign(static_cast<std::size_t>(std::min<Bytes>(largest, kMaxChunk)), std::byte{0});
     std::size_t inbound = 0;
     for (const Flow& f : p_.flows) inbound += f.dst == rank_ ? 1 : 0;
+    std::vector<char> prioritised(p_.flows.size(), 0);
+    for (const Op& op : p_.ops) {
+      if (op.type == OpType::send && op.priority != 0) prioritised[op.flow] = 1;
+    }
     for (std::size_t f = 0; f < p_.flows.size(); ++f) {
       const auto flow = static_cast<FlowIndex>(f);
       if (p_.flows[f].src == rank_) {
         slot_of_flow_[f] = static_cast<int>(out_.size());
         out_.push_back(std::make_unique<OutgoingFlow>(ctx_, p_, flow, rank_, payload_, recorder_,
-                                                      static_cast<OutgoingFlow::Events&>(*this), realtime_offset_));
+                                                      static_cast<OutgoingFlow::Events&>(*this), realtime_offset_,
+                                                      prioritised[f] != 0));
       } else if (p_.flows[f].dst == rank_) {
         slot_of_flow_[f] = static_cast<int>(in_.size());
         const RankId src = p_.flows[f].src;

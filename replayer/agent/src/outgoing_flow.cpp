@@ -2,11 +2,13 @@
 
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <limits>
+#include <system_error>
 
 #include "clock.hpp"
 #include "tcp_info.hpp"
@@ -18,7 +20,7 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
 OutgoingFlow::OutgoingFlow(asio::io_context& ctx, const Profile& p, FlowIndex flow, RankId rank, std::span<const std::byte> payload,
-                           Recorder& recorder, Events& events, Nanos realtime_offset)
+                           Recorder& recorder, Events& events, Nanos realtime_offset, bool prioritised)
     : p_(p),
       flow_(flow),
       rank_(rank),
@@ -27,9 +29,8 @@ OutgoingFlow::OutgoingFlow(asio::io_context& ctx, const Profile& p, FlowIndex fl
       events_(events),
       realtime_offset_(realtime_offset),
       sock_(ctx),
-      credit_timer_(ctx) {
-  for (const Op& op : p.ops) credit_ = credit_ || (op.type == OpType::send && op.flow == flow && op.priority != 0);
-}
+      credit_(prioritised),
+      credit_timer_(ctx) {}
 
 std::string OutgoingFlow::attach(tcp::socket sock, std::string peer, bool tx_timestamps) {
   sock_ = std::move(sock);
@@ -53,19 +54,19 @@ void OutgoingFlow::send(const Action& a) {
     if (auto given_up = stamps_->track(a.op, a.iteration, wire)) recorder_.push(*given_up);
   }
   ready_ = mono_now();
-  if (credit_) {
-    credit_poll_us_ = 100;
-    credit_unsent_ = std::numeric_limits<int>::max();
-    start_when_credit();
-  } else {
-    write_next(true);
-  }
+  write_next(true);
 }
 
-void OutgoingFlow::start_when_credit() {
+void OutgoingFlow::sent_when_credit() {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (getsockopt(sock_.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
+    events_.write_failed(*this, std::system_category().message(err));  // a reset leaves its unsent bytes counted
+    return;
+  }
   int unsent = 0;
   if (ioctl(sock_.native_handle(), SIOCOUTQNSD, &unsent) != 0 || static_cast<Bytes>(unsent) < kPriorityCredit) {
-    write_next(true);
+    events_.sent(*this, action_, mono_now());
     return;
   }
   // The kernel signals no edge when its unsent bytes drop below a level, so
@@ -77,7 +78,7 @@ void OutgoingFlow::start_when_credit() {
   credit_timer_.expires_after(std::chrono::microseconds(credit_poll_us_));
   credit_timer_.async_wait([this](const error_code& ec) {
     if (ec || !sock_.is_open()) return;
-    start_when_credit();
+    sent_when_credit();
   });
 }
 
@@ -133,6 +134,12 @@ void OutgoingFlow::written(const error_code& ec) {
   recorder_.push(r);
   ++messages_;
   bytes_ += r.bytes;
+  if (credit_) {
+    credit_poll_us_ = 100;
+    credit_unsent_ = std::numeric_limits<int>::max();
+    sent_when_credit();
+    return;
+  }
   events_.sent(*this, action_, now);
 }
 

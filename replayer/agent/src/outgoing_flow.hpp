@@ -35,8 +35,9 @@ class OutgoingFlow {
 
   // `payload` (at least 64 KiB or the largest message) and everything else must
   // outlive the flow. realtime_offset: CLOCK_REALTIME minus CLOCK_MONOTONIC.
+  // prioritised: the flow's sends have priorities (see send()).
   OutgoingFlow(boost::asio::io_context& ctx, const Profile& p, FlowIndex flow, RankId rank, std::span<const std::byte> payload,
-               Recorder& recorder, Events& events, Nanos realtime_offset);
+               Recorder& recorder, Events& events, Nanos realtime_offset, bool prioritised = false);
 
   // The handshake is done: takes the socket. With tx_timestamps, asks the kernel
   // for them; returns why it could not (empty when it could or was not asked).
@@ -44,11 +45,12 @@ class OutgoingFlow {
 
   // Writes message `a` (one send op); Events::sent when the kernel has it all.
   // One message at a time: the executor does not start another before sent().
-  // On a flow whose sends have priorities, a message's first write waits until
-  // less than kPriorityCredit of the messages before it is still unsent in the
-  // kernel: otherwise the socket buffer would hold several messages in the
-  // order they came and the priorities would decide nothing (ByteScheduler's
-  // credit).
+  // On a flow whose sends have priorities, Events::sent waits (after the
+  // message is recorded as handed to the kernel) until less than
+  // kPriorityCredit of it is still unsent, so that the executor picks the next
+  // message only then: otherwise the socket buffer would hold several messages
+  // in the order they came and the priorities would decide nothing
+  // (ByteScheduler's credit).
   void send(const Action& a);
   static constexpr Bytes kPriorityCredit = 128 * kKiB;
 
@@ -75,7 +77,7 @@ class OutgoingFlow {
   static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in the first write: bounds wire_first's lag
 
   void write_next(bool with_header);
-  void start_when_credit();
+  void sent_when_credit();
   void written(const boost::system::error_code& ec);
   void drain_stamps();
 

@@ -19,7 +19,7 @@
 namespace tw {
 
 // Per op (0 for compute ops): the send's place in urgency order, 0 the most
-// urgent, for Op::priority. Transfer times from `flows` (one model per flow; a
+// urgent, for Op::priority; sends of equal urgency share a place. Transfer times from `flows` (one model per flow; a
 // flow without one is taken at 10 Gbit/s); compute from the ops' mean
 // durations and gaps. Throws std::invalid_argument when the DAG has a cycle.
 std::vector<std::uint32_t> urgency_priorities(const Profile& profile, const std::vector<FlowModel>& flows);
