@@ -5,6 +5,9 @@ passed=0
 failed=0
 TW_TMP=$(mktemp -d /tmp/tw-test.XXXXXX)
 trap 'rm -rf "$TW_TMP"' EXIT
+# Agents killed on purpose cannot remove their working directories
+# (tensorwire-agent-* in the temporary directory): here those go with the test's.
+export TMPDIR=$TW_TMP
 
 check() {
   local name=$1
