@@ -18,6 +18,7 @@
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/testbed.hpp"
 #include "tensorwire/profile/model.hpp"
+#include "tensorwire/profile/twin.hpp"
 #include "tensorwire/view/diagnosis_input.hpp"
 
 namespace tw::cli {
@@ -44,30 +45,51 @@ struct AnalyzeArgs {
   bool json = false;
 };
 
-// The fusion hint of a synthesised DDP ring: the same job made again with other
-// bucket sizes and simulated on the link model the diagnosis fitted (the median
-// of its flows), compute as the profile plans it. Empty when the profile was not
-// made by `profile synth --pattern ring-allreduce`.
-nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& text);
+// The job the fusion hint remakes with other bucket sizes: a synthesised DDP
+// ring from its generator's arguments, or the DDP twin of a built ring profile
+// (tensorwire/profile/twin.hpp). Nothing for other jobs, with why in `why`.
+struct BucketJob {
+  Model model;
+  SynthOptions options;
+  std::optional<DdpTwin> twin;
+};
 
-// A profile whose metadata.generator was edited by hand gets no hint, not a failed analysis.
-nlohmann::json bucket_hint_or_none(const Profile& p, const Diagnosis& d, std::string& text) {
-  try {
-    return bucket_hint(p, d, text);
-  } catch (const std::exception&) {
-    text.clear();
-    return nullptr;
-  }
-}
-
-nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& text) {
+std::optional<BucketJob> bucket_job(const Profile& p, std::string& why) {
   SynthArgs sa;
+  bool synthesised = true;
   try {
     sa = synth_args_of(p.metadata.generator);
   } catch (const std::invalid_argument&) {
-    return nullptr;
+    synthesised = false;
   }
-  if (parse_pattern(sa.pattern) != Pattern::ring_allreduce) return nullptr;
+  if (synthesised) {
+    if (parse_pattern(sa.pattern) != Pattern::ring_allreduce) {
+      why = "not a ring all-reduce";
+      return std::nullopt;
+    }
+    try {
+      sa.iterations = 4;
+      return BucketJob{load_model(sa.model), synth_options(sa), std::nullopt};
+    } catch (const std::exception&) {
+      why = "the tensor list the profile was made from is not at hand";
+      return std::nullopt;
+    }
+  }
+  auto twin = ddp_twin(p, why);
+  if (!twin) return std::nullopt;
+  BucketJob j{twin->model, twin->options, std::nullopt};
+  j.twin = std::move(twin);
+  return j;
+}
+
+// The fusion hint: the job made again with buckets of 1 to 200 MiB and
+// simulated on the link model the diagnosis fitted (the median of its flows).
+// A twin is first simulated at its own buckets and set against the measured
+// iteration; the hint says how close it came. JSON null when there is no hint.
+nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& text) {
+  std::string why;
+  auto job = bucket_job(p, why);
+  if (!job) return nullptr;
   std::vector<double> bps, path;
   std::vector<Nanos> pm, lat;
   for (const FlowFit& f : d.flows) {
@@ -81,36 +103,84 @@ nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& te
   };
   FlowModel link;
   link.bps = med(bps), link.per_message = med(pm), link.latency = med(lat), link.path_bps = med(path);
-  Model model;
-  try {
-    model = load_model(sa.model);
-  } catch (const std::exception&) {
-    return nullptr;  // the tensor list the profile was made from is not at hand
-  }
-  sa.iterations = 4;
-  const auto simulated = [&](double mib) {
-    SynthArgs x = sa;
-    x.bucket_mib = mib;
-    return static_cast<Nanos>(std::llround(simulate_graph(synthesize_graph(model, synth_options(x), link)).mean_iteration(1)));
+  const auto simulated = [&](Bytes bucket) {
+    SynthOptions o = job->options;
+    o.bucket_bytes = bucket;
+    return static_cast<Nanos>(std::llround(simulate_graph(synthesize_graph(job->model, o, link)).mean_iteration(1)));
   };
-  const double current = sa.bucket_mib;
+  const double mib = static_cast<double>(kMiB);
+  const Bytes current = job->options.bucket_bytes;
+  // A twin's forward is fitted (bisection) so that at its own buckets it takes
+  // the measured iteration time; what the compute ops counted is kept for the JSON.
+  Nanos counted_fwd = 0, counted_time = 0;
+  if (job->twin) {
+    DdpTwin& t = *job->twin;
+    const auto at_forward = [&](Nanos fwd) {
+      set_forward(t, fwd);
+      job->model = t.model;
+      return simulated(current);
+    };
+    counted_fwd = t.fwd;
+    counted_time = at_forward(counted_fwd);
+    Nanos lo = kMicro, hi = std::max(counted_fwd, d.measured);  // the synthesiser wants some forward
+    if (d.measured > 0 && at_forward(lo) < d.measured) {
+      for (int step = 0; step < 40 && hi - lo > std::max<Nanos>(1000, d.measured / 1000); ++step) {
+        const Nanos mid = lo + (hi - lo) / 2;
+        (at_forward(mid) < d.measured ? lo : hi) = mid;
+      }
+      at_forward(lo + (hi - lo) / 2);
+    }
+  }
   const Nanos now = simulated(current);
   nlohmann::json tried = nlohmann::json::array();
-  double best = current;
+  Bytes best = current;
   Nanos best_time = now;
-  for (const double mib : {1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0}) {
-    const Nanos t = mib == current ? now : simulated(mib);
-    tried.push_back({{"bucket_mib", mib}, {"iteration_ns", t}});
-    if (t < best_time) best = mib, best_time = t;
+  for (const double size : {1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0}) {
+    const auto bytes = static_cast<Bytes>(size * mib);
+    const Nanos t = bytes == current ? now : simulated(bytes);
+    tried.push_back({{"bucket_mib", size}, {"iteration_ns", t}});
+    if (t < best_time) best = bytes, best_time = t;
   }
-  text = best == current
-             ? fmt::format("\nfusion hint: the profile's {:g} MiB DDP buckets are the best of 1 to 200 MiB ({} per iteration, simulated at {})\n",
-                           current, human_duration(now), human_rate(link.bps))
-             : fmt::format("\nfusion hint: DDP buckets of {:g} MiB instead of {:g} MiB: {} per iteration against {}, {} less (simulated at {})\n",
-                           best, current, human_duration(best_time), human_duration(now), human_duration(now - best_time),
-                           human_rate(link.bps));
-  return {{"current_mib", current}, {"best_mib", best}, {"current_ns", now}, {"best_ns", best_time}, {"predicted_saving_ns", now - best_time},
-          {"tried", tried}};
+  const double current_mib = static_cast<double>(current) / mib, best_mib = static_cast<double>(best) / mib;
+  nlohmann::json j = {{"current_mib", current_mib}, {"best_mib", best_mib}, {"current_ns", now}, {"best_ns", best_time},
+                      {"predicted_saving_ns", now - best_time}, {"tried", tried}, {"source", job->twin ? "twin" : "generator"}};
+  const std::string simulated_at = fmt::format("simulated at {}", human_rate(link.bps));
+  if (!job->twin) {
+    text = best == current ? fmt::format("\nfusion hint: the profile's {:g} MiB DDP buckets are the best of 1 to 200 MiB ({} per iteration, {})\n",
+                                         current_mib, human_duration(now), simulated_at)
+                           : fmt::format("\nfusion hint: DDP buckets of {:g} MiB instead of {:g} MiB: {} per iteration against {}, {} less ({})\n",
+                                         best_mib, current_mib, human_duration(best_time), human_duration(now),
+                                         human_duration(now - best_time), simulated_at);
+    return j;
+  }
+  // A twin's largest later bucket is what the job's cap (bucket_cap_mb) gave,
+  // not the cap itself: a cap above it makes the same buckets.
+  const DdpTwin& t = *job->twin;
+  std::string sizes;
+  for (const Bytes b : t.buckets) sizes += (sizes.empty() ? "" : ", ") + human_bytes(b);
+  const double error = d.measured > 0 ? static_cast<double>(now - d.measured) / static_cast<double>(d.measured) : 0;
+  j["twin"] = {{"buckets", t.buckets}, {"gradient_bytes", t.gradient_bytes}, {"fwd_ns", t.fwd}, {"bwd_ns", t.bwd}, {"iteration_ns", now},
+               {"error", error}, {"counted_fwd_ns", counted_fwd}, {"counted_iteration_ns", counted_time}};
+  text = fmt::format(
+      "\nfusion hint, from a DDP twin of the job ({} gradient bucket(s) inferred from its traffic: {}; backward {}, forward fitted to {} "
+      "so that the twin takes the measured {} per iteration{}):",
+      t.buckets.size(), sizes, human_duration(t.bwd), human_duration(t.fwd), human_duration(d.measured),
+      std::abs(error) > 0.05 ? fmt::format(", but it takes {} ({:+.0f}%)", human_duration(now), error * 100) : std::string());
+  text += best == current ? fmt::format(" its buckets are the best of bucket caps from 1 to 200 MiB ({})\n", simulated_at)
+                          : fmt::format(" a bucket cap of {:g} MiB (bucket_cap_mb) gives {} per iteration against {}, {} less ({})\n",
+                                        best_mib, human_duration(best_time), human_duration(now), human_duration(now - best_time),
+                                        simulated_at);
+  return j;
+}
+
+// A profile whose metadata.generator was edited by hand gets no hint, not a failed analysis.
+nlohmann::json bucket_hint_or_none(const Profile& p, const Diagnosis& d, std::string& text) {
+  try {
+    return bucket_hint(p, d, text);
+  } catch (const std::exception&) {
+    text.clear();
+    return nullptr;
+  }
 }
 
 int analyze_command(const AnalyzeArgs& a) {

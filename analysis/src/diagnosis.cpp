@@ -24,6 +24,10 @@ double median_double(std::vector<double> v) {
 
 bool known(const Instance& x) { return x.start >= 0 && x.end >= x.start; }
 
+// When a send's rank was done with it: the kernel had its last byte. A capture
+// does not time that: its arrival less the flow's latency, not before its start.
+Nanos sender_done(const Instance& x, Nanos latency) { return x.sent >= 0 ? x.sent : std::max(x.start, x.end - latency); }
+
 // Least squares y = a + b x; false when x has no spread.
 bool fit_line(const std::vector<double>& x, const std::vector<double>& y, double& a, double& b) {
   const auto n = static_cast<double>(x.size());
@@ -258,7 +262,8 @@ struct Model {
   std::vector<Nanos> ideal_lag;  // [op]
   std::vector<FlowModel> actual_flow, ideal_flow;
   std::vector<std::size_t> group_of_rank;
-  std::vector<std::vector<RankId>> groups;
+  std::vector<std::vector<RankId>> groups;  // ranks of one role and shape
+  std::vector<std::vector<RankId>> role_peers;  // [rank]: the ranks of its role, itself too
 
   Nanos mean(const SimGraph& g, GraphSimRun* keep = nullptr) const {
     GraphSimOptions so;
@@ -435,7 +440,7 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
         const auto by_start = in_start_order(t, flow_ops[f], i);
         for (std::size_t k = 1; k < by_start.size(); ++k) {
           const Instance& prev = t.ops[by_start[k - 1].second][i];
-          prev_end[by_start[k].second * m.n + i] = prev.sent >= 0 ? prev.sent : prev.end - m.actual_flow[f].latency;
+          prev_end[by_start[k].second * m.n + i] = sender_done(prev, m.actual_flow[f].latency);
         }
       }
     }
@@ -462,13 +467,16 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
         for (const Dependency& dep : op.after) {
           if (dep.iterations_back != 0) continue;  // another iteration's base
           const Op& d2 = p.ops[dep.op];
-          if (!dep.recv && d2.type == OpType::send) continue;  // its sender-side completion is not timed
           const Instance& y = t.ops[dep.op][i];
           if (!known(y)) {
             told = false;
             break;
           }
-          ready = std::max(ready, y.end);
+          // A send's own rank goes on once the kernel has its last byte (the
+          // simulator's and the executor's send_done), not at its arrival.
+          // Without that time (a capture), its arrival less the flow's latency.
+          const bool own_send = !dep.recv && d2.type == OpType::send;
+          ready = std::max(ready, own_send ? sender_done(y, m.actual_flow[d2.flow].latency) : y.end);
         }
         if (p.iteration_barrier) ready = std::max(ready, entry[op.rank * m.n + i]);
         if (ready >= 0) ready += op.gap_in(i);
@@ -572,6 +580,35 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
       }
     }
   }
+  // A built profile's ranks of one role need not have the same ops (a wait
+  // becomes a compute op on one rank and a send's gap on another), so a rank
+  // alone in its shape would be its own peer. A shape's compute is brought to
+  // its role's: scaled by the role's median compute over the shape's.
+  m.role_peers.assign(p.ranks.size(), {});
+  for (RankId r = 0; r < p.ranks.size(); ++r) {
+    for (RankId q = 0; q < p.ranks.size(); ++q) {
+      if (p.ranks[q].role == p.ranks[r].role) m.role_peers[r].push_back(q);
+    }
+  }
+  {
+    std::vector<Nanos> total(p.ranks.size(), 0);
+    for (RankId r = 0; r < p.ranks.size(); ++r) {
+      for (OpIndex op : rank_ops[r * 2]) {
+        for (std::size_t i = m.from; i < m.n; ++i) total[r] += m.measured_dur[op][i];
+      }
+    }
+    const auto median_total = [&](const std::vector<RankId>& ranks) {
+      std::vector<Nanos> v;
+      for (RankId q : ranks) v.push_back(total[q]);
+      return median_of(std::move(v));
+    };
+    for (RankId r = 0; r < p.ranks.size(); ++r) {
+      const Nanos shape = median_total(m.groups[m.group_of_rank[r]]), role = median_total(m.role_peers[r]);
+      if (shape <= 0 || shape == role) continue;
+      const double factor = static_cast<double>(role) / static_cast<double>(shape);
+      for (OpIndex op : rank_ops[r * 2]) m.ideal_dur[op] = static_cast<Nanos>(std::llround(static_cast<double>(m.ideal_dur[op]) * factor));
+    }
+  }
   std::vector<std::vector<OpIndex>> rank_compute(p.ranks.size()), rank_all(p.ranks.size());
   for (RankId r = 0; r < p.ranks.size(); ++r) {
     rank_compute[r] = rank_ops[r * 2];
@@ -673,7 +710,7 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
     s.rank = r;
     s.host = rank_place(in, r);
     s.compute = compute[r];
-    const auto& grp = m.groups[m.group_of_rank[r]];
+    const auto& grp = m.role_peers[r];
     std::vector<Nanos> peers;
     Nanos best = compute[r];
     for (RankId q : grp) peers.push_back(compute[q]), best = std::min(best, compute[q]);

@@ -44,6 +44,7 @@ def main():
     ap.add_argument("--model", default="mlp", choices=["mlp", "resnet18", "transformer"])
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--bucket-mb", type=float, default=25, help="DDP's bucket_cap_mb (the fusion hint's what-if, for real)")
     ap.add_argument("--log", required=True)
     ap.add_argument("--annotate", action="store_true",
                     help="mark iterations, compute spans and gradient buckets for tensorwire capture (python/tensorwire)")
@@ -58,7 +59,7 @@ def main():
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)  # the same initial weights everywhere (DDP broadcasts them too)
     model, shape, classes = build(a.model)
-    ddp = DDP(model)
+    ddp = DDP(model, bucket_cap_mb=a.bucket_mb)
     if twa:
         twa.ddp_buckets(ddp, model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)

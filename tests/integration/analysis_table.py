@@ -6,7 +6,7 @@ measured or predicted figure is the median over the runs and each error is
 computed from those medians; a cause named differently in some runs is shown as
 the most common naming with the count.
 
-Usage: analysis_table.py OUT.md RUN_DIR [RUN_DIR...]"""
+Usage: analysis_table.py OUT.md|- RUN_DIR [RUN_DIR...]"""
 import json
 import os
 import statistics
@@ -57,8 +57,8 @@ lines = ["| job | injection | measured | simulated | named | predicted saving | 
          "|---|---|---|---|---|---|---|---|"]
 for job, label in (("ring", "ring all-reduce, 4 ranks"), ("real", "PyTorch DDP (MLP, Gloo), built from its capture, 4 ranks"),
                    ("ps", "parameter server, 3 workers + 1")):
-    for kind, inj in (("clean", "none"), ("slow", "--slow-rank " + ("1:1.5" if job == "ps" else "2:1.5")),
-                      ("pair", "--pair " + ("1-2" if job == "ring" else "0-3") + ":rate=200mbit")):
+    for kind, inj in (("clean", "none"), ("slow", "--slow-rank " + {"ps": "1:1.5", "ring": "2:1.5", "real": "2:2"}[job]),
+                      ("pair", "--pair " + ("0-3" if job == "ps" else "1-2") + ":rate=200mbit")):
         pairs = [(load(d, f"{job}-{kind}.analysis.json"), load(d, f"{job}-clean.analysis.json")) for d in dirs]
         pairs = [(j, c) for j, c in pairs if j is not None]
         if not pairs:
@@ -122,5 +122,9 @@ if order:
         lines.append(f"| `simulate --link-rate 1gbit --shared` | {ms(sims[0])} | {ms(sims[1])} | {ms(sims[0] - sims[1])} | "
                      f"{err(sims[0] - sims[1], meas)} |")
 
-with open(out_path, "w") as out:
-    out.write("\n".join(lines) + "\n")
+# "-" is standard output: opening /dev/stdout anew would truncate a log it goes to.
+if out_path == "-":
+    sys.stdout.write("\n".join(lines) + "\n")
+else:
+    with open(out_path, "w") as out:
+        out.write("\n".join(lines) + "\n")

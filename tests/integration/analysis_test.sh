@@ -85,7 +85,8 @@ check "ring: clean run names nothing" case_of ring-clean ring.yaml rank ''
 check "ring: the straggler rank 2 is named" case_of ring-slow ring.yaml rank 2 --slow-rank 2:1.5
 # A built profile of a real job: PyTorch DDP (an MLP over Gloo, one rank per
 # host) captured on the same 4 hosts, its profile built from the captures, then
-# replayed clean and with rank 2's compute 1.5x slower.
+# replayed clean, with rank 2's compute 2x slower (its compute is about half of
+# its iteration, so that 1.5x costs about the threshold) and over a slow pair.
 real_job() {
   local master port=$((20000 + RANDOM % 20000)) pids=() r rc=0
   master=$(addr 0)
@@ -98,19 +99,36 @@ real_job() {
   done
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   [ $rc -eq 0 ] || { tail -5 real-h*.out; return 1; }
-  "$TW" profile build real-h0 real-h1 real-h2 real-h3 -o real.yaml > real-build.txt 2>&1 || { cat real-build.txt; return 1; }
+  "$TW" profile build real-h0 real-h1 real-h2 real-h3 -o real.yaml --json > real-build.json 2> real-build.err ||
+    { cat real-build.err; return 1; }
+  # Enough steady iterations for the replays to be measured over.
+  $PY -c 'import json; u = json.load(open("real-build.json"))["iterations"]; assert u["used"] >= 8, u'
 }
-# Not yet part of every test run (TW_ANALYSIS_REAL=1 runs it): on 2 cores the
-# builder keeps 1 of the 23 iterations it finds in this job, and the analysis of
-# that one-iteration replay does not reproduce it (docs/analysis.md).
-if [ "${TW_ANALYSIS_REAL:-0}" = 1 ]; then
-  check "a real job (PyTorch DDP on 4 hosts) captured and its profile built" real_job
-  check "real job's built profile: clean run names nothing" case_of real-clean real.yaml rank ''
-  check "real job's built profile: the straggler rank 2 is named" case_of real-slow real.yaml rank 2 --slow-rank 2:1.5
-fi
+check "a real job (PyTorch DDP on 4 hosts) captured and its profile built" real_job
+check "real job's built profile: clean run names nothing" case_of real-clean real.yaml rank ''
+check "real job's built profile: the straggler rank 2 is named" case_of real-slow real.yaml rank 2 --slow-rank 2:2
+# The fusion hint of a built profile comes from its DDP twin: the MLP's two
+# buckets (DDP closes the first at 1 MiB: the last two layers) and its gradient
+# bytes, as the job logged them, from the traffic alone.
+real_twin() {
+  $PY - <<'EOF'
+import json
+h = json.load(open("real-clean.analysis.json"))["hints"]["bucket"]
+assert h and h["source"] == "twin", h
+t = h["twin"]
+logged = json.loads(open("real-logs/rank-0.jsonl").readline())["gradient_bytes"]
+print(f"twin: buckets {t['buckets']}, {t['gradient_bytes']} bytes against {logged} logged, error {t['error']:+.3f}")
+assert len(t["buckets"]) == 2, t
+assert abs(t["gradient_bytes"] - logged) <= 0.01 * logged, (t["gradient_bytes"], logged)
+assert 1 << 20 <= t["buckets"][0] <= 1.1 * (1 << 20), t  # the first bucket: at least DDP's 1 MiB, then closed
+assert abs(t["error"]) < 0.05, t
+EOF
+}
+check "real job's built profile: the fusion hint's DDP twin finds its buckets and gradient bytes" real_twin
 "$TW" testbed down --name $NAME > /dev/null
 "$TW" testbed up --hosts 4 --name $NAME --pair 1-2:rate=200mbit > up.txt
 check "ring: the slow pair 1-2 is named" case_of ring-pair ring.yaml link "$(pair 1 2)"
+check "real job's built profile: the slow pair 1-2 is named" case_of real-pair real.yaml link "$(pair 1 2)"
 # The mitigation: a ring order that keeps hosts 1 and 2 apart, replayed on the
 # same shaped testbed; its measured gain is printed next to the predicted one.
 mitigated() {
@@ -280,5 +298,5 @@ check "simulate of a bad what-if fails" bash -c "! '$TW' simulate ring.yaml --co
 if [ -n "${TW_ANALYSIS_KEEP:-}" ]; then
   mkdir -p "$TW_ANALYSIS_KEEP" && cp ./*.analysis.json ./*.sim.json ./*.mitigation.json "$TW_ANALYSIS_KEEP"/ 2> /dev/null
 fi
-$PY "$SRC/tests/integration/analysis_table.py" "${TW_ANALYSIS_TABLE:-/dev/stdout}" .
+$PY "$SRC/tests/integration/analysis_table.py" "${TW_ANALYSIS_TABLE:--}" .
 finish

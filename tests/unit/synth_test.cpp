@@ -5,6 +5,8 @@
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
 #include "tensorwire/profile/synth.hpp"
+#include "tensorwire/profile/twin.hpp"
+#include "inline_profile.hpp"
 
 namespace tw {
 namespace {
@@ -219,6 +221,100 @@ TEST(SynthPs, EveryPushedByteIsPulledBack) {
   // Partitions: no message above 4 MiB; fc.weight (8 MB) is split in two.
   EXPECT_LE(s.largest_message, 4 * kMiB);
   EXPECT_TRUE(p.op_by_id.count("r0.push.fc.weight.p1"));
+}
+
+
+// A built profile of a 3-rank DDP ring as `profile build` writes it (ops in the
+// order of their median start): per rank the forward, the first bucket's segments
+// on the ring flow, a second bucket begun by its backward compute, notifications
+// the other way round and the short waits between them; the second bucket's
+// all-gather ends after the cut, so one of its segments comes first. The twin
+// finds both buckets' gradients (the ring sends 2(n-1)/n of them), their order
+// and the second bucket's backward.
+std::string ddp_ring_text() {
+  std::string t = "version: 1\niterations: 4\nranks: [{id: 0}, {id: 1}, {id: 2}]\nflows:\n";
+  for (int r = 0; r < 3; ++r) {
+    t += "  - {id: d" + std::to_string(r) + ", src: " + std::to_string(r) + ", dst: " + std::to_string((r + 1) % 3) + "}\n";
+    t += "  - {id: n" + std::to_string(r) + ", src: " + std::to_string(r) + ", dst: " + std::to_string((r + 2) % 3) + "}\n";
+  }
+  t += "ops:\n";
+  for (int r = 0; r < 3; ++r) {
+    const std::string R = std::to_string(r);
+    const auto send = [&](const std::string& id, const std::string& flow, int bytes) {
+      t += "  - {id: " + id + ", type: send, flow: " + flow + R + ", bytes: " + std::to_string(bytes) + "}\n";
+    };
+    const auto compute = [&](const std::string& id, const std::string& d) {
+      t += "  - {id: " + id + ", type: compute, rank: " + R + ", duration: " + d + "}\n";
+    };
+    send("r" + R + ".tail", "d", 150000);  // the second bucket's last segment, of the iteration before
+    compute("r" + R + ".fwd", "12ms");
+    for (int j = 0; j < 4; ++j) {
+      send("r" + R + ".b0." + std::to_string(j), "d", 300000);
+      send("r" + R + ".n0." + std::to_string(j), "n", 48);
+      compute("r" + R + ".w0." + std::to_string(j), "200us");
+    }
+    compute("r" + R + ".bwd1", "3ms");
+    for (int j = 0; j < 3; ++j) {
+      send("r" + R + ".b1." + std::to_string(j), "d", 150000);
+      send("r" + R + ".n1." + std::to_string(j), "n", 48);
+      compute("r" + R + ".w1." + std::to_string(j), "200us");
+    }
+  }
+  return t;
+}
+
+TEST(DdpTwin, FindsTheBucketsOfABuiltRingProfile) {
+  const Profile p = test::inline_profile(ddp_ring_text());
+  std::string why;
+  const auto t = ddp_twin(p, why);
+  ASSERT_TRUE(t) << why;
+  ASSERT_EQ(t->buckets.size(), 2u);
+  EXPECT_EQ(t->buckets[0], 900000u);  // 4 x 300000 sent, x 3/4
+  EXPECT_EQ(t->buckets[1], 450000u);
+  EXPECT_EQ(t->gradient_bytes, 1350000u);
+  EXPECT_EQ(t->options.ranks, 3u);
+  EXPECT_EQ(t->options.first_bucket_bytes, 900000u);
+  EXPECT_EQ(t->options.bucket_bytes, 450000u);
+  // The second bucket's backward is its own compute op; the first bucket's is
+  // at the same time per byte; the rest of the first compute is the forward.
+  EXPECT_EQ(t->bwd, 3 * kMilli + 6 * kMilli);
+  EXPECT_EQ(t->fwd, 6 * kMilli);
+  Bytes total = 0;
+  for (const ModelTensor& x : t->model.tensors) total += x.bytes;
+  EXPECT_EQ(total, t->gradient_bytes);
+  // Made again at its own buckets, the twin's ring sends what the profile's does.
+  const auto buckets = ddp_buckets(t->model, t->options.first_bucket_bytes, t->options.bucket_bytes);
+  ASSERT_EQ(buckets.size(), 2u);
+  Bytes first = 0;
+  for (std::size_t i : buckets[0]) first += t->model.tensors[i].bytes;
+  EXPECT_EQ(first, 900000u);
+}
+
+TEST(DdpTwin, OnlyARingAllReduceHasOne) {
+  std::string why;
+  const Profile ps = synthesize(load_model("mlp"), [] {
+    SynthOptions o;
+    o.pattern = Pattern::parameter_server;
+    o.ranks = 2;
+    o.iterations = 2;
+    return o;
+  }());
+  EXPECT_FALSE(ddp_twin(ps, why));
+  EXPECT_NE(why.find("server"), std::string::npos) << why;
+  // Three ranks whose busiest flows make a 2-cycle and leave one rank out.
+  const Profile pair = test::inline_profile(R"(
+version: 1
+iterations: 2
+ranks: [{id: 0}, {id: 1}, {id: 2}]
+flows: [{id: a, src: 0, dst: 1}, {id: b, src: 1, dst: 0}, {id: c, src: 2, dst: 0}]
+ops:
+  - {id: w, type: compute, rank: 0, duration: 1ms}
+  - {id: x, type: send, flow: a, bytes: 1MB}
+  - {id: y, type: send, flow: b, bytes: 1MB}
+  - {id: z, type: send, flow: c, bytes: 1MB}
+)");
+  EXPECT_FALSE(ddp_twin(pair, why));
+  EXPECT_NE(why.find("one ring"), std::string::npos) << why;
 }
 
 }  // namespace
