@@ -86,17 +86,28 @@ std::optional<BucketJob> bucket_job(const Profile& p, std::string& why) {
 // simulated on the link model the diagnosis fitted (the median of its flows).
 // A twin is first simulated at its own buckets and set against the measured
 // iteration; the hint says how close it came. JSON null when there is no hint.
-nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& text) {
-  std::string why;
+nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& text, std::string& why) {
   auto job = bucket_job(p, why);
   if (!job) return nullptr;
   std::vector<double> bps, path;
   std::vector<Nanos> pm, lat;
-  for (const FlowFit& f : d.flows) {
+  // A twin's link is its ring flows' (a capture's notification flows fit
+  // rates of a few Mb/s); a synthesised ring's flows all carry data.
+  std::vector<FlowIndex> flows;
+  if (job->twin) {
+    flows = job->twin->ring_flows;
+  } else {
+    for (FlowIndex f = 0; f < d.flows.size(); ++f) flows.push_back(f);
+  }
+  for (const FlowIndex fi : flows) {
+    const FlowFit& f = d.flows.at(fi);
     if (!f.fitted) continue;
     bps.push_back(f.bps), pm.push_back(f.per_message), lat.push_back(f.latency), path.push_back(f.path_bps);
   }
-  if (bps.empty()) return nullptr;
+  if (bps.empty()) {
+    why = "no flow had enough timed messages for a link fit";
+    return nullptr;
+  }
   const auto med = [](auto v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -110,9 +121,10 @@ nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& te
   };
   const double mib = static_cast<double>(kMiB);
   const Bytes current = job->options.bucket_bytes;
-  // A twin's forward is fitted (bisection) so that at its own buckets it takes
-  // the measured iteration time; what the compute ops counted is kept for the JSON.
-  Nanos counted_fwd = 0, counted_time = 0;
+  // A twin's forward (and its backward, twice that) is fitted by bisection so
+  // that at its own buckets it takes the measured iteration time; the first
+  // guess and its time are kept for the JSON.
+  Nanos guess_fwd = 0, guess_time = 0;
   if (job->twin) {
     DdpTwin& t = *job->twin;
     const auto at_forward = [&](Nanos fwd) {
@@ -120,9 +132,9 @@ nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& te
       job->model = t.model;
       return simulated(current);
     };
-    counted_fwd = t.fwd;
-    counted_time = at_forward(counted_fwd);
-    Nanos lo = kMicro, hi = std::max(counted_fwd, d.measured);  // the synthesiser wants some forward
+    guess_fwd = t.fwd;
+    guess_time = at_forward(guess_fwd);
+    Nanos lo = kMicro, hi = std::max(guess_fwd, d.measured);  // the synthesiser wants some forward
     if (d.measured > 0 && at_forward(lo) < d.measured) {
       for (int step = 0; step < 40 && hi - lo > std::max<Nanos>(1000, d.measured / 1000); ++step) {
         const Nanos mid = lo + (hi - lo) / 2;
@@ -160,11 +172,11 @@ nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& te
   for (const Bytes b : t.buckets) sizes += (sizes.empty() ? "" : ", ") + human_bytes(b);
   const double error = d.measured > 0 ? static_cast<double>(now - d.measured) / static_cast<double>(d.measured) : 0;
   j["twin"] = {{"buckets", t.buckets}, {"gradient_bytes", t.gradient_bytes}, {"fwd_ns", t.fwd}, {"bwd_ns", t.bwd}, {"iteration_ns", now},
-               {"error", error}, {"counted_fwd_ns", counted_fwd}, {"counted_iteration_ns", counted_time}};
+               {"error", error}, {"guess_fwd_ns", guess_fwd}, {"guess_iteration_ns", guess_time}};
   text = fmt::format(
-      "\nfusion hint, from a DDP twin of the job ({} gradient bucket(s) inferred from its traffic: {}; backward {}, forward fitted to {} "
-      "so that the twin takes the measured {} per iteration{}):",
-      t.buckets.size(), sizes, human_duration(t.bwd), human_duration(t.fwd), human_duration(d.measured),
+      "\nfusion hint, from a DDP twin of the job ({} gradient bucket(s) inferred from its traffic: {}; forward {} and backward {}, "
+      "fitted so that the twin takes the measured {} per iteration{}):",
+      t.buckets.size(), sizes, human_duration(t.fwd), human_duration(t.bwd), human_duration(d.measured),
       std::abs(error) > 0.05 ? fmt::format(", but it takes {} ({:+.0f}%)", human_duration(now), error * 100) : std::string());
   text += best == current ? fmt::format(" its buckets are the best of bucket caps from 1 to 200 MiB ({})\n", simulated_at)
                           : fmt::format(" a bucket cap of {:g} MiB (bucket_cap_mb) gives {} per iteration against {}, {} less ({})\n",
@@ -173,12 +185,14 @@ nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& te
   return j;
 }
 
-// A profile whose metadata.generator was edited by hand gets no hint, not a failed analysis.
-nlohmann::json bucket_hint_or_none(const Profile& p, const Diagnosis& d, std::string& text) {
+// A profile whose metadata.generator was edited by hand gets no hint, not a
+// failed analysis. `why`: why there is none.
+nlohmann::json bucket_hint_or_none(const Profile& p, const Diagnosis& d, std::string& text, std::string& why) {
   try {
-    return bucket_hint(p, d, text);
-  } catch (const std::exception&) {
+    return bucket_hint(p, d, text, why);
+  } catch (const std::exception& e) {
     text.clear();
+    why = e.what();
     return nullptr;
   }
 }
@@ -199,7 +213,9 @@ int analyze_command(const AnalyzeArgs& a) {
                              m->description, human_duration(m->predicted), human_duration(m->before), human_duration(m->after));
   }
   std::string hint;
-  j["hints"] = {{"bucket", bucket_hint_or_none(in.profile, d, hint)}};
+  std::string no_hint;
+  j["hints"] = {{"bucket", bucket_hint_or_none(in.profile, d, hint, no_hint)}};
+  if (j["hints"]["bucket"].is_null()) j["hints"]["bucket_none"] = no_hint;
   if (!a.json_out.empty()) write_file_atomic(a.json_out, j.dump(1) + "\n");
   if (a.json) {
     fmt::print("{}\n", j.dump(2));

@@ -18,25 +18,26 @@ struct DdpTwin {
   SynthOptions options;  // ring all-reduce at the inferred bucket sizes
   std::vector<Bytes> buckets;  // gradient bytes per bucket, in the order they became ready
   Bytes gradient_bytes = 0;  // all-reduced per iteration
-  Nanos fwd = 0, bwd = 0;  // compute per iteration: forward, and backward up to the last bucket
+  Nanos fwd = 0, bwd = 0;  // compute per iteration: the backward is twice the forward
   std::vector<RankId> ring;  // the ranks in the order the data goes round
+  std::vector<FlowIndex> ring_flows;  // the profile's flows that carry it, ring[k] to ring[k + 1]
 };
 
 // The twin of a ring all-reduce profile: every rank a worker, each sending most
 // of its bytes to one other rank, those flows one cycle through all ranks, and
-// at least 80% of the profile's bytes on them. Each rank's ops are read in the
-// profile's order (a built profile's: their median start): a compute op of at
-// least 5% of the rank's compute starts a bucket, whose gradient is the bytes
-// the rank then sends on its ring flow, less the ring's factor 2(n-1)/n. Ranks
-// vote on the bucket count; each bucket takes the median rank's bytes and
-// compute. Returns nothing, with `why` saying what does not fit, for any other
-// profile.
+// at least 80% of the profile's bytes on them. The buckets come from the
+// segment sizes on each rank's ring flow (Gloo cuts a bucket into equal
+// segments), in the order of their messages' place after the rank's largest
+// compute op, agreed on by a majority of ranks; a bucket's gradient is the bytes
+// sent less the ring's factor 2(n-1)/n. Returns nothing, with `why` saying what
+// does not fit, for any other profile.
 std::optional<DdpTwin> ddp_twin(const Profile& p, std::string& why);
 
-// Sets the twin's forward compute per iteration, spread over its tensors by bytes.
-// The fusion hint fits it so that the twin at its own buckets takes the measured
-// iteration time: the compute ops of a built profile include waits of the job's
-// communication thread, so their sum overstates what the twin's forward holds.
+// Sets the twin's forward compute per iteration and its backward to twice that,
+// each spread over its tensors by bytes. The fusion hint fits the forward so
+// that the twin at its own buckets takes the measured iteration time: a built
+// profile's compute ops hold waits of the job's communication thread too, so
+// they do not tell the model's compute.
 void set_forward(DdpTwin& t, Nanos fwd);
 
 }  // namespace tw
