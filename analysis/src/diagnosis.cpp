@@ -382,15 +382,17 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
     class_median[static_cast<std::size_t>(c)] = fm;
   }
   std::size_t unfitted = 0;
+  std::vector<bool> has_sends(p.flows.size(), false);
+  for (const Op& op : p.ops) {
+    if (op.type == OpType::send) has_sends[op.flow] = true;
+  }
   for (FlowIndex f = 0; f < p.flows.size(); ++f) {
     FlowModel fm = class_median[static_cast<std::size_t>(flow_class(p, f))];
     if (d.flows[f].fitted) {
       fm.bps = d.flows[f].bps, fm.per_message = d.flows[f].per_message, fm.latency = d.flows[f].latency;
       fm.path_bps = d.flows[f].path_bps;
-    } else if (d.flows[f].messages > 0 || true) {
-      bool sends = false;
-      for (const Op& op : p.ops) sends = sends || (op.type == OpType::send && op.flow == f);
-      if (sends) ++unfitted;
+    } else {
+      if (has_sends[f]) ++unfitted;
       d.flows[f].bps = fm.bps, d.flows[f].per_message = fm.per_message, d.flows[f].latency = fm.latency;
       d.flows[f].path_bps = fm.path_bps;
     }
