@@ -366,6 +366,8 @@ void add_analyze_commands(CLI::App& app, Action& action) {
       "impact. A cause is named (*) when its impact is at least --threshold of the ideal iteration time.\n"
       "The critical path and the verdict come from the same simulation; the compression ranking compresses\n"
       "one tensor (or DDP bucket) at a time; the order hint gives every send its urgency (critical path first).\n"
+      "The fusion hint remakes a DDP ring with bucket caps of 1 to 200 MiB: a synthesised one from its\n"
+      "generator, a captured one as its twin (buckets from the ring's segment sizes, compute fitted).\n"
       "docs/analysis.md gives the method and its validation.");
   c->add_option("sources", a->sources, "A run directory, capture directories (one per host), or a profile")->required();
   c->add_flag("--json", a->json, "Machine-readable output");
