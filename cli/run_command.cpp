@@ -1,12 +1,11 @@
 // `tensorwire run`: a replay driven by the controller, with agents launched
 // locally, over ssh, or by something else.
-#include <fcntl.h>
 #include <fmt/core.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -64,12 +63,7 @@ void announce_dashboard(const std::string& url, const std::string& file) {
     return;
   }
   std::filesystem::create_directories(std::filesystem::path(file).parent_path());
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0 || ::fchmod(fd, 0600) != 0 || ::write(fd, (url + "\n").data(), url.size() + 1) != static_cast<ssize_t>(url.size() + 1)) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error(file + ": cannot write the dashboard's address");
-  }
-  ::close(fd);
+  write_private_file_atomic(file, url + "\n");
   fmt::print(stderr, "tensorwire run: dashboard at {} (with its token in {}, readable by you only)\n", url.substr(0, url.find('#')), file);
 }
 
@@ -106,6 +100,9 @@ int run_command(const RunArgs& a) {
   o.profile_name = a.profile;
   o.out_dir = a.out.empty() ? "runs/" + o.run_id : a.out;
   o.token = a.token;
+  if (o.token.empty()) {
+    if (const char* t = std::getenv("TW_TOKEN"); t != nullptr) o.token = t;
+  }
   o.quiet = a.quiet || a.json;
   o.join_timeout = seconds_option(a.join_timeout_s, "--join-timeout");
   if (a.timeout_s > 0) o.run_timeout = seconds_option(a.timeout_s, "--timeout");
@@ -118,6 +115,7 @@ int run_command(const RunArgs& a) {
   const std::string log_dir = run_dir::logs_dir(o.out_dir);
   const std::vector<std::string> agent_args = {"--quiet"};
   std::unique_ptr<Launcher> launcher;
+  std::string token_file;  // --expect: where the agents' operator finds the token
   std::optional<TestbedLease> testbed;
   if (a.testbed > 0) {
     testbed.emplace(make_testbed_spec(a.testbed_name, a.testbed, a.rate, a.pairs), a.keep);
@@ -145,9 +143,16 @@ int run_command(const RunArgs& a) {
     if (a.listen.empty()) throw std::invalid_argument("--expect: give --listen ADDR:PORT for the agents to dial");
     o.listen = a.listen;
     launcher = std::make_unique<ExternalAgents>(ranks);
-    o.on_listening = [&a](const std::string& address, const std::string& token) {
-      fmt::print(stderr, "tensorwire run: waiting for {} agents; start each with\n  tensorwire agent --controller {} --token {}\n",
-                 a.expect, address, token);
+    // The token goes into a file only its owner can read, never onto the
+    // terminal or a command line (`ps` shows every user the arguments).
+    token_file = o.out_dir + "/token";
+    o.on_listening = [&a, token_file](const std::string& address, const std::string& token) {
+      std::filesystem::create_directories(std::filesystem::path(token_file).parent_path());
+      write_private_file_atomic(token_file, token + "\n");
+      fmt::print(stderr,
+                 "tensorwire run: waiting for {} agents; the run's token is in {} (readable by you only); copy it to each agent's "
+                 "host and start\n  TW_TOKEN=$(cat TOKEN_FILE) tensorwire agent --controller {}\n",
+                 a.expect, token_file, address);
     };
   }
   std::string url_file;
@@ -162,14 +167,14 @@ int run_command(const RunArgs& a) {
   if (!o.quiet) {
     fmt::print(stderr, "tensorwire run {}: {} ranks of {} on {}\n", o.run_id, ranks, a.profile, launcher->describe());
   }
-  // The address file goes with the run, however it ends.
+  // The address and token files go with the run, however it ends.
   struct RemoveAtExit {
     const std::string& file;
     ~RemoveAtExit() {
       std::error_code ec;
       if (!file.empty()) std::filesystem::remove(file, ec);
     }
-  } remove_url{url_file};
+  } remove_url{url_file}, remove_token{token_file};
   const RunOutcome out = run_controller(p, o, *launcher);
 
   std::vector<Nanos> times;  // at the original's speed
@@ -239,7 +244,8 @@ void add_run_command(CLI::App& app, Action& action) {
       "  --local N          N agent processes on this machine\n"
       "  --testbed N        one agent per host of a namespace testbed (tensorwire testbed --help)\n"
       "  --hosts LIST       over ssh, LIST like user@vm1,vm2:2 (HOST:SLOTS = ranks per host, in order)\n"
-      "  --expect N         agents started elsewhere dial in: tensorwire agent --controller ADDR:PORT --token T\n"
+      "  --expect N         agents started elsewhere dial in: TW_TOKEN=$(cat OUT/token) tensorwire agent --controller\n"
+      "                     ADDR:PORT (the run writes its token there, mode 0600, and removes it at the end)\n"
       "The run directory (--out, default runs/RUN_ID) gets every agent's results on the controller's clock,\n"
       "the profile replayed and run.json; while it runs, GET /api/runs, /api/runs/RUN_ID and /metrics and the\n"
       "WebSocket /api/feed on the controller's address answer to 'Authorization: Bearer TOKEN'.");
@@ -256,7 +262,9 @@ void add_run_command(CLI::App& app, Action& action) {
                 "Stretch every compute time, gap and delay by K (replay a fast network's job on a K times slower one); "
                 "results are scaled back");
   r->add_option("--listen", a->listen, "ADDR:PORT the controller listens on (default 127.0.0.1, any port)");
-  r->add_option("--token", a->token, "The run's token (default: a random one)");
+  r->add_option("--token", a->token,
+                "The run's token (default: TW_TOKEN, else a random one); a command line is visible to every user, "
+                "so prefer TW_TOKEN");
   r->add_option("--out", a->out, "Run directory (default runs/RUN_ID)");
   r->add_option("--agent-bin", a->agent_bin, "Path of tensorwire on the ssh hosts (default: this binary's path)");
   r->add_option("--ssh-config", a->ssh_config, "ssh configuration file (ssh -F)");

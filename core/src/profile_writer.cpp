@@ -1,3 +1,5 @@
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -207,6 +209,36 @@ void write_file_atomic(const std::string& path, std::string_view text) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int e = errno;
     std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot write: " + std::strerror(e));
+  }
+}
+
+void write_private_file_atomic(const std::string& path, std::string_view text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) throw std::runtime_error(path + ": cannot write: " + std::strerror(errno));
+  const auto fail = [&](int e) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(path + ": cannot write: " + std::strerror(e));
+  };
+  // Mode 0600 whatever the umask.
+  if (::fchmod(fd, 0600) != 0) fail(errno);
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(n < 0 ? errno : EIO);
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail(errno);
+  if (::close(fd) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(path + ": cannot write: " + std::strerror(e));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
     throw std::runtime_error(path + ": cannot write: " + std::strerror(e));
   }
 }

@@ -11,6 +11,7 @@ namespace {
 constexpr double kRingShare = 0.8;  // of the profile's bytes on the ring flows
 constexpr Bytes kMinPiece = 256 * kKiB;  // the twin's tensors: finer than any bucket size tried
 constexpr std::size_t kMaxPieces = 1024;  // the fusion hint simulates the twin some 30 times
+constexpr std::size_t kMaxBuckets = 256;  // DDP makes a few to some dozens
 
 template <typename T>
 T median(std::vector<T> v) {
@@ -141,6 +142,7 @@ std::optional<DdpTwin> ddp_twin(const Profile& p, std::string& why) {
     found.push_back({median(sent), median(place)});
   }
   if (found.empty()) return none(why, "the ranks' ring flows do not agree on their segment sizes");
+  if (found.size() > kMaxBuckets) return none(why, "more than " + std::to_string(kMaxBuckets) + " message sizes on the ring flows");
   std::sort(found.begin(), found.end(), [](const Bucket& a, const Bucket& b) { return a.place < b.place; });
   const double ring_factor = 2.0 * static_cast<double>(n - 1) / static_cast<double>(n);
   for (const Bucket& b : found) {

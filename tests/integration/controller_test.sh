@@ -114,19 +114,24 @@ assert all(e["drift_ns"] == 0 for e in c["drifted_edges"])' || return 1
 }
 check "compare: a run against itself is exact; against the plan; --max-error" compare_outputs
 
-# A tiny WebSocket client: the first text message of /api/feed.
+# A tiny WebSocket client: the first text message of /api/feed; with a PATH,
+# only the upgrade of that path, then it leaves.
 cat > feed.py <<'PY'
 import base64, json, os, socket, sys
 port, token = int(sys.argv[1]), sys.argv[2]
+path = sys.argv[3] if len(sys.argv) > 3 else "/api/feed"
 s = socket.create_connection(("127.0.0.1", port), timeout=5)
 key = base64.b64encode(os.urandom(16)).decode()
-s.sendall((f"GET /api/feed?token={token} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+s.sendall((f"GET {path}?token={token} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
 buf = b""
 while b"\r\n\r\n" not in buf:
     buf += s.recv(4096)
 head, buf = buf.split(b"\r\n\r\n", 1)
 assert b" 101 " in head.split(b"\r\n")[0], head
+if len(sys.argv) > 3:
+    s.close()
+    sys.exit(0)
 def need(n):
     global buf
     while len(buf) < n:
@@ -168,6 +173,47 @@ token_and_api() {
   grep -q '20 iterations: median' rt.txt
 }
 check "a wrong token is refused and logged; /api/runs, /metrics, /api/feed need the token" token_and_api
+
+# run --expect without --token: the token it makes is never printed, it is in
+# OUT/token (mode 0600) for the agents' operator, agents take it from TW_TOKEN, an
+# oversized request gets 431 before any token is asked for, a token holder that
+# opens /agent and leaves without a hello is logged and ignored, and the file
+# goes when the run ends.
+token_file() {
+  local p
+  take_port
+  p=$next_port
+  "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --iterations 5 --out rtf --quiet > rtf.txt 2> rtf.err &
+  local ctl=$!
+  token_file_run $p $ctl && return 0
+  kill $ctl 2> /dev/null
+  wait $ctl 2> /dev/null
+  return 1
+}
+token_file_run() {  # PORT CONTROLLER_PID
+  local p=$1 ctl=$2 i
+  for i in $(seq 50); do [ -s rtf/token ] && break; sleep 0.1; done
+  [ "$(stat -c %a rtf/token)" = 600 ] || { cat rtf.err; return 1; }
+  local tok
+  tok=$(cat rtf/token)
+  [ ${#tok} -ge 16 ] || return 1
+  grep -q -- 'TW_TOKEN=$(cat TOKEN_FILE) tensorwire agent --controller' rtf.err || { cat rtf.err; return 1; }
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(head -c 10000 /dev/zero | tr '\0' x)" \
+    http://127.0.0.1:$p/api/runs)" = 431 ] || return 1
+  # A token holder that opens /agent and leaves without a hello ends nothing.
+  $PY feed.py $p "$tok" /agent || return 1
+  sleep 0.3
+  TW_TOKEN=$(cat rtf/token) "$TW" agent --controller 127.0.0.1:$p --quiet &
+  local a1=$!
+  TW_TOKEN=$(cat rtf/token) "$TW" agent --controller 127.0.0.1:$p --quiet || return 1
+  wait $a1 || return 1
+  wait $ctl || { cat rtf.err; return 1; }
+  ! grep -q -- "$tok" rtf.err rtf.txt || { echo "the token was printed"; return 1; }
+  grep -q 'request headers too large' rtf.err || return 1
+  grep -q 'on /agent: it left before its hello' rtf.err || { cat rtf.err; return 1; }
+  [ ! -e rtf/token ] || { echo "rtf/token left behind"; return 1; }
+}
+check "run --expect: its token only in a private file; 431 for oversized requests; /agent without a hello ignored" token_file
 
 # The dashboard (under the sanitizers here; in a browser in browser_test.sh): its
 # static page opens without the token, nothing else does, and without --dashboard

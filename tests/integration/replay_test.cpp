@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -93,6 +94,10 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
   const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() + " --iterations 4", dir.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("4 iterations, median"), std::string::npos) << r.output;
+  // The roster holds the run's token: its owner alone may read it.
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path() + "/roster.yaml").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   const Profile p = load(profile);
   const RunCheck c = check(p, dir.path(), {4, false, 50 * kMicro});
   EXPECT_TRUE(c.problems.empty()) << joined(c.problems);

@@ -301,6 +301,43 @@ TEST(HttpRouter, TheTokenOpensTheApi) {
   EXPECT_EQ(api.rejections.back(), "rejected a request from 10.0.0.9:4000 to /metrics: wrong or missing token");
 }
 
+// Before the token is checked a request is held to a size: a 10 kB header gets
+// 431 and a line in the log, a body over the limit 413; neither reaches the API.
+TEST(HttpRouter, OversizedRequestsAreRefusedWithTheirStatus) {
+  FakeApi api;
+  bool complete = false;
+  auto res = ask("GET /metrics HTTP/1.1\r\nHost: c\r\nAuthorization: Bearer " + std::string(10'000, 'x') + "\r\n\r\n", 1000, api,
+                 complete);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->result(), http::status::request_header_fields_too_large);
+  ASSERT_EQ(api.rejections.size(), 1u);
+  EXPECT_EQ(api.rejections[0], "rejected a request from 10.0.0.9:4000: request headers too large");
+  res = ask("POST /metrics HTTP/1.1\r\nHost: c\r\nContent-Length: 100000\r\n\r\n" + std::string(100'000, 'b'), 1000, api, complete);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->result(), http::status::payload_too_large);
+  // Within the limits, the same request is answered as usual.
+  res = ask("GET /metrics HTTP/1.1\r\nHost: c\r\nAuthorization: Bearer secret\r\n\r\n", 1000, api, complete);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->result(), http::status::ok);
+}
+
+// A token in a malformed target (not after '?') is not the run's to accept, and
+// the log line does not show it either; nor control bytes, nor a long path.
+TEST(HttpRouter, TheLogLineHidesATokenInThePath) {
+  FakeApi api;
+  bool complete = false;
+  const auto res = ask("GET /api/runs;token=secret&x=1 HTTP/1.1\r\nHost: c\r\n\r\n", 1000, api, complete);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->result(), http::status::unauthorized);
+  ASSERT_EQ(api.rejections.size(), 1u);
+  EXPECT_EQ(api.rejections[0], "rejected a request from 10.0.0.9:4000 to /api/runs;token=<redacted>&x=1: wrong or missing token");
+  EXPECT_EQ(loggable_path("/a\x1b[31mb"), "/a?[31mb");
+  EXPECT_EQ(loggable_path("/token=abc"), "/token=<redacted>");
+  const std::string shown = loggable_path("/" + std::string(5000, 'p'));
+  EXPECT_EQ(shown.size(), 203u);
+  EXPECT_TRUE(shown.ends_with("..."));
+}
+
 TEST(HttpRouter, OnlyTheStaticPageOpensWithoutTheToken) {
   FakeApi api;
   bool complete = false;

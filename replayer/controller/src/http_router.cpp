@@ -19,4 +19,20 @@ std::string request_path(const HttpRequest& req) {
   return std::string(target.substr(0, target.find('?')));
 }
 
+std::string loggable_path(std::string_view path) {
+  constexpr std::size_t kMax = 200;
+  std::string out;
+  for (std::size_t i = 0; i < path.size() && out.size() < kMax; ++i) {
+    if (path.substr(i).starts_with("token=")) {
+      out += "token=<redacted>";
+      while (i + 1 < path.size() && path[i + 1] != '&' && path[i + 1] != ';') ++i;
+      continue;
+    }
+    const auto c = static_cast<unsigned char>(path[i]);
+    out += c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?';
+  }
+  if (path.size() > out.size() && out.size() >= kMax) out += "...";
+  return out;
+}
+
 }  // namespace tw

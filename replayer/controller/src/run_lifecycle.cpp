@@ -187,6 +187,13 @@ class RunLifecycle final : public Session::Handler {
 
   void on_end(Session& s, SessionEnd how, const std::string& why) override {
     AgentState& a = s.state;
+    // A slot is an agent's once it said hello: whatever connects to /agent with
+    // the token and leaves before that (or was turned away) is no agent of the run.
+    if (!a.hello && !a.rank) {
+      line_.log("ignored " + a.who() + " on /agent: it left before its hello" + (why.empty() ? std::string() : " (" + why + ")"));
+      notifier_.notify();
+      return;
+    }
     if (how == SessionEnd::bad_message) {
       fail(2, a.who() + ": " + why);
     } else if (how != SessionEnd::ended && !a.uploaded && !stopping_all_) {

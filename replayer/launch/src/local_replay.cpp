@@ -98,7 +98,7 @@ LocalReplayResult run_local_replay(const Profile& profile, const LocalReplayOpti
     roster.ranks.push_back({static_cast<std::uint32_t>(r), "127.0.0.1", listeners.back().port()});
   }
   const std::string roster_path = (std::filesystem::path(o.out_dir) / "roster.yaml").string();
-  write_file_atomic(roster_path, write_roster(roster));
+  write_private_file_atomic(roster_path, write_roster(roster));  // it holds the token
   for (std::size_t r = 0; r < n; ++r) std::filesystem::remove(run_dir::summary_file(o.out_dir, static_cast<RankId>(r)), ec);
 
   const Nanos start_at = realtime_ns() + o.start_delay;

@@ -44,6 +44,10 @@ std::string save_profile_with_sidecar(const Profile& profile, const std::string&
 // Writes `text` to `path` atomically; throws std::runtime_error on failure.
 void write_file_atomic(const std::string& path, std::string_view text);
 
+// The same for a file that holds a secret (a run's token): readable by its owner
+// only (mode 0600) from its creation on, and not written through a symlink.
+void write_private_file_atomic(const std::string& path, std::string_view text);
+
 // "recv:ID@-K" and friends: the textual form of a dependency.
 std::string dependency_ref(const Profile& profile, const Dependency& dep);
 

@@ -1,5 +1,5 @@
-// The controller's HTTP front door: one request per connection, the run's token
-// checked first (constant time), then the API (/api/runs, /metrics) or a
+// The controller's HTTP front door: one request per connection, held to a size
+// (431 or 413 beyond), the run's token checked first (constant time), then the API (/api/runs, /metrics) or a
 // WebSocket upgrade (/agent, /api/feed) handed to the run. Strangers get 401 and
 // a line in the log naming them. Works over any stream Beast's HTTP takes.
 // Controller thread only.
@@ -12,6 +12,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +38,16 @@ std::string bearer_token(const HttpRequest& req);
 // The path of a request, without its query (pure).
 std::string request_path(const HttpRequest& req);
 
+// A path as the log may show it (pure): at most 200 characters, bytes outside
+// printable ASCII as '?', and whatever follows "token=" up to the next '&' or
+// ';' replaced, so that a token sent in a malformed target stays out of the log.
+std::string loggable_path(std::string_view path);
+
+// Before the token is checked a request is held to these: its request line and
+// headers (431 beyond) and its body (413 beyond; the API takes GETs and upgrades).
+inline constexpr std::uint32_t kMaxRequestHeader = 8 * 1024;
+inline constexpr std::uint64_t kMaxRequestBody = 16 * 1024;
+
 inline constexpr const char* kFeedPath = "/api/feed";
 
 // Serves one connection. `Api` provides:
@@ -57,18 +68,34 @@ boost::asio::awaitable<void> serve_http(Stream stream, std::string peer, const s
   constexpr bool kTimed = requires { stream.expires_after(kRequestTimeout); };
   if constexpr (kTimed) stream.expires_after(kRequestTimeout);
   boost::beast::flat_buffer buf;
-  HttpRequest req;
-  if (auto [ec, n] = co_await http::async_read(stream, buf, req, tuple); ec) co_return;
-  const std::string path = request_path(req);
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(kMaxRequestHeader);
+  parser.body_limit(kMaxRequestBody);
   // (No string literal inside a co_await expression: GCC 12 miscompiles them.)
   HttpReply reply;
-  std::optional<HttpReply> page;
-  if (!websocket::is_upgrade(req) && req.method() == http::verb::get) page = api.page(path);
-  if (page) {
+  HttpRequest req;
+  std::optional<HttpReply> too_large, page;
+  if (auto [ec, n] = co_await http::async_read(stream, buf, parser, tuple); ec) {
+    if (ec == http::error::header_limit) {
+      too_large = HttpReply{http::status::request_header_fields_too_large, "text/plain", "request headers too large\n"};
+    } else if (ec == http::error::body_limit) {
+      too_large = HttpReply{http::status::payload_too_large, "text/plain", "request body too large\n"};
+    } else {
+      co_return;
+    }
+    api.rejected("rejected a request from " + peer + ": " + too_large->body.substr(0, too_large->body.size() - 1));
+  } else {
+    req = parser.release();
+  }
+  const std::string path = request_path(req);
+  if (!too_large && !websocket::is_upgrade(req) && req.method() == http::verb::get) page = api.page(path);
+  if (too_large) {
+    reply = std::move(*too_large);
+  } else if (page) {
     reply = std::move(*page);
   } else if (!same_token(bearer_token(req), token)) {
     api.rejected("rejected " + std::string(websocket::is_upgrade(req) ? "a connection" : "a request") + " from " + peer + " to " +
-                 path + ": wrong or missing token");
+                 loggable_path(path) + ": wrong or missing token");
     reply = {http::status::unauthorized, "text/plain", "a valid token is required\n"};
   } else if (websocket::is_upgrade(req)) {
     if (path == kAgentPath || path == kFeedPath) {
