@@ -146,6 +146,38 @@ assert op == 1, op
 print(json.loads(buf[at:at + ln])["type"])
 PY
 
+# A flood of idle connections: N held open to HOST:PORT for SECONDS, each one the
+# peer closes opened again (at most every 0.2 s); prints how many were opened.
+cat > flood.py <<'PY'
+import selectors, socket, sys, time
+host, port, n, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+sel = selectors.DefaultSelector()
+opened = 0
+def open_one():
+    global opened
+    try:
+        s = socket.create_connection((host, port), timeout=1)
+    except OSError:
+        return
+    s.setblocking(False)
+    sel.register(s, selectors.EVENT_READ)
+    opened += 1
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    for _ in range(n - len(sel.get_map())):
+        open_one()
+    for key, _ in sel.select(timeout=0.2):
+        try:
+            data = key.fileobj.recv(4096)
+        except OSError:
+            data = b""
+        if not data:
+            sel.unregister(key.fileobj)
+            key.fileobj.close()
+    time.sleep(0.2)
+print(opened)
+PY
+
 token_and_api() {
   local p tok=right-token
   take_port
@@ -215,6 +247,58 @@ token_file_run() {  # PORT CONTROLLER_PID
 }
 check "run --expect: its token only in a private file; 431 for oversized requests; /agent without a hello ignored" token_file
 
+# A flood of idle connections at a low descriptor limit (ulimit -n 200 for the
+# controller and the agents, 400 connections held against each listener): the run
+# completes and keeps every result file; the strangers are refused beyond the caps
+# and logged a few times, not once each; the real peers get in.
+flood_at_fd_limit() {
+  local p q tok=flood-token
+  take_port
+  p=$next_port
+  take_port
+  q=$next_port
+  (ulimit -n 200 && exec "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --token $tok --iterations 400 --out rfl --quiet) \
+    > rfl.txt 2> rfl.err &
+  local ctl=$!
+  sleep 0.3
+  $PY flood.py 127.0.0.1 $p 400 4 > flood-ctl.txt &
+  local fl=$!
+  sleep 1
+  (ulimit -n 200 && TW_TOKEN=$tok exec "$TW" agent --controller 127.0.0.1:$p --quiet) 2> rfl-a1.err &
+  local a1=$!
+  (ulimit -n 200 && TW_TOKEN=$tok exec "$TW" agent --controller 127.0.0.1:$p --quiet) 2> rfl-a2.err
+  local rc=$?
+  wait $a1 || rc=1
+  wait $ctl || rc=1
+  wait $fl
+  [ $rc -eq 0 ] || { echo "controller:"; tail -5 rfl.err; tail -3 rfl-a1.err rfl-a2.err; return 1; }
+  [ -s rfl/run.json ] && [ -s rfl/rank-0.json ] && [ -s rfl/rank-1.json ] || { ls rfl; return 1; }
+  "$TW" results check rfl --profile rfl/profile.yaml | grep -q 'ok: ' || return 1
+  [ "$(cat flood-ctl.txt)" -ge 400 ] || { echo "the flood opened $(cat flood-ctl.txt)"; return 1; }
+  grep -q 'refused a connection from 127.0.0.1: .*the cap' rfl.err || { tail -5 rfl.err; return 1; }
+  local lines
+  lines=$(grep -c 'refused a connection' rfl.err)
+  [ "$lines" -le 6 ] || { echo "$lines lines for the refused connections"; return 1; }
+  # The agents' data listener, by hand with a roster: rank 1 listens on q, the
+  # flood holds 400 connections to it before rank 0 dials in.
+  printf 'token: "%s"\nranks:\n  - {rank: 0, host: "127.0.0.1", port: %s}\n  - {rank: 1, host: "127.0.0.1", port: %s}\n' \
+    $tok $((q + 1000)) $q > flood-roster.yaml
+  "$TW" profile synth --model mlp --ranks 2 --iterations 50 -o flood2.yaml 2> /dev/null
+  (ulimit -n 200 && exec "$TW" agent --rank 1 --profile flood2.yaml --roster flood-roster.yaml --out rfd1) 2> rfd1.err &
+  local r1=$!
+  sleep 0.3
+  $PY flood.py 127.0.0.1 $q 400 3 > flood-data.txt &
+  fl=$!
+  sleep 1
+  (ulimit -n 200 && exec "$TW" agent --rank 0 --profile flood2.yaml --roster flood-roster.yaml --out rfd0) 2> rfd0.err || rc=1
+  wait $r1 || rc=1
+  wait $fl
+  [ $rc -eq 0 ] || { tail -3 rfd0.err rfd1.err; return 1; }
+  grep -q 'refused a data connection from 127.0.0.1: .*the cap' rfd1.err || { tail -5 rfd1.err; return 1; }
+  [ -s rfd0/rank-0.json ] && [ -s rfd1/rank-1.json ]
+}
+check "a flood of idle connections at ulimit -n 200: the run completes with its results, strangers refused beyond the caps" flood_at_fd_limit
+
 # The dashboard (under the sanitizers here; in a browser in browser_test.sh): its
 # static page opens without the token, nothing else does, and without --dashboard
 # there is no page at all.
@@ -272,6 +356,14 @@ fault_case() {
 }
 check "an agent killed mid-run: the controller names it, stops the others, keeps their results" \
   fault_case KILL 1 5 '^tensorwire run: rank 1 (.*pid [0-9]*).*\(disconnected\|exited\|killed\)'
+# The agent killed above could not remove its working directory; the next agent
+# on the host does (it is named with the dead agent's pid).
+stale_dirs_swept() {
+  ls -d "$TMPDIR"/tensorwire-agent-* > /dev/null 2>&1 || { echo "the killed agent left no directory: nothing to sweep"; return 1; }
+  "$TW" run long2.yaml --local 2 --iterations 3 --out rsw --quiet > /dev/null 2> rsw.err || { cat rsw.err; return 1; }
+  ! ls -d "$TMPDIR"/tensorwire-agent-* 2> /dev/null
+}
+check "a killed agent's working directory is removed by the next agent" stale_dirs_swept
 check "a hung agent (SIGSTOP) is detected by heartbeats" \
   fault_case STOP 0 4 '^tensorwire run: rank 0 (.*): the agent stopped answering heartbeats'
 

@@ -90,31 +90,36 @@ struct Attempt {
   std::size_t n = 0;  // the operation that failed first (none of them, in the complete run)
 };
 
+// Runs `script` against a session whose stream fails at operation `fail_at`
+// (never, if none) until the io_context runs dry (at most 10 s).
+Attempt run_once(const Script& script, const std::function<void(Recorder&)>& setup, std::optional<std::size_t> fail_at,
+                 Nanos heartbeat) {
+  asio::io_context ioc;
+  std::optional<beast::test::fail_count> fc;
+  if (fail_at) fc.emplace(*fail_at);
+  TestStream controller_end = fc ? TestStream(ioc, *fc) : TestStream(ioc);
+  TestStream agent_end(ioc);
+  controller_end.connect(agent_end);
+  Attempt run;
+  run.n = fail_at.value_or(0);
+  setup(run.r);
+  asio::co_spawn(ioc, controller_side(std::move(controller_end), run.r, run.o, heartbeat), kRethrow);
+  asio::co_spawn(ioc, agent_side(std::move(agent_end), script, run.o), kRethrow);
+  ioc.run_for(std::chrono::seconds(10));
+  EXPECT_TRUE(ioc.stopped()) << "n = " << run.n << ": a wait without an end";
+  if (run.o.accepted) {
+    EXPECT_EQ(run.r.ends, 1) << "n = " << run.n;
+  }
+  return run;
+}
+
 // Runs `script` against a session whose stream fails at operation n, for n =
 // 0, 1, ... until `complete` holds; checks that each run ends exactly once and
 // that no wait is left without an end. Returns the complete run.
 Attempt run_until_it_completes(const Script& script, const std::function<void(Recorder&)>& setup,
                            const std::function<bool(const Attempt&)>& complete, Nanos heartbeat = kHeartbeatTimeout) {
   for (std::size_t n = 0; n < 200; ++n) {
-    asio::io_context ioc;
-    beast::test::fail_count fc(n);
-    TestStream controller_end(ioc, fc);
-    TestStream agent_end(ioc);
-    controller_end.connect(agent_end);
-    Attempt run;
-    run.n = n;
-    setup(run.r);
-    asio::co_spawn(ioc, controller_side(std::move(controller_end), run.r, run.o, heartbeat), [](std::exception_ptr e) {
-      if (e) std::rethrow_exception(e);
-    });
-    asio::co_spawn(ioc, agent_side(std::move(agent_end), script, run.o), [](std::exception_ptr e) {
-      if (e) std::rethrow_exception(e);
-    });
-    ioc.run_for(std::chrono::seconds(10));
-    EXPECT_TRUE(ioc.stopped()) << "n = " << n << ": a wait without an end";
-    if (run.o.accepted) {
-      EXPECT_EQ(run.r.ends, 1) << "n = " << n;
-    }
+    Attempt run = run_once(script, setup, n, heartbeat);
     if (complete(run)) {
       EXPECT_GT(n, 2u);  // failures at the early operations did run
       return run;
@@ -176,6 +181,31 @@ TEST(ControlSession, ARefusedMessageEndsTheSession) {
   const Attempt run = run_until_it_completes(
       script, [](Recorder& r) { r.refuse_data = true; }, [](const Attempt& x) { return x.r.how == SessionEnd::bad_message; });
   EXPECT_EQ(run.r.why, "sent binary data outside a file");
+}
+
+// A message over the limit ends the session as a bad message before it has been
+// read whole: the controller holds at most the limit, whatever the peer claims.
+TEST(ControlSession, AMessageOverTheLimitEndsTheSession) {
+  const Script script = [](ClientWs& ws, Outcome&) -> asio::awaitable<bool> {
+    ws.binary(true);
+    const std::string piece(1 << 20, 'z');
+    // One message in 1 MiB frames, beyond the limit.
+    for (std::uint64_t sent = 0; sent <= kMaxAgentMessage; sent += piece.size()) {
+      if (auto [ec, n] = co_await ws.async_write_some(false, asio::buffer(piece), kTuple); ec) co_return true;
+    }
+    beast::flat_buffer buf;
+    auto [ec, n] = co_await ws.async_read(buf, kTuple);  // the controller closes
+    co_return ec.failed();
+  };
+  // Many reads: too many to fail each in turn.
+  const Attempt run = run_once(script, [](Recorder&) {}, std::nullopt, kHeartbeatTimeout);
+  const Recorder& r = run.r;
+  const Outcome& o = run.o;
+  EXPECT_TRUE(o.client_done);  // it saw the controller close
+  EXPECT_EQ(r.ends, 1);
+  EXPECT_EQ(r.how, SessionEnd::bad_message);
+  EXPECT_EQ(r.why, "sent a message larger than " + std::to_string(kMaxAgentMessage) + " bytes");
+  EXPECT_TRUE(r.data.empty());
 }
 
 TEST(ControlSession, APeerThatClosesMidMessage) {

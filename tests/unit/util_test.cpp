@@ -46,6 +46,29 @@ TEST(SystemCall, NamesTheCallThatFailed) {
   EXPECT_EQ(system_call("getpid", ::getpid()), ::getpid());
 }
 
+// A directory named with a pid that no process has is removed with what it
+// holds; one of a live process, one of another prefix, a file and a malformed
+// name are left alone.
+TEST(TempDir, StaleDirectoriesOfDeadProcessesAreRemoved) {
+  TempDir parent("tw-stale-test");
+  const std::string p = parent.path();
+  const std::string dead = p + "/tw-agent-2147483000-abc";  // beyond any pid_max
+  const std::string alive = p + "/tw-agent-" + std::to_string(::getpid()) + "-def";
+  std::filesystem::create_directories(dead + "/sub");
+  std::ofstream(dead + "/sub/records") << "x";
+  std::filesystem::create_directories(alive);
+  std::filesystem::create_directories(p + "/tw-other-2147483000-x");
+  std::filesystem::create_directories(p + "/tw-agent-12ab-x");
+  std::ofstream(p + "/tw-agent-2147483001-file") << "x";
+  EXPECT_EQ(remove_stale_temp_dirs(p, "tw-agent"), 1u);
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(alive));
+  EXPECT_TRUE(std::filesystem::exists(p + "/tw-other-2147483000-x"));
+  EXPECT_TRUE(std::filesystem::exists(p + "/tw-agent-12ab-x"));
+  EXPECT_TRUE(std::filesystem::exists(p + "/tw-agent-2147483001-file"));
+  EXPECT_EQ(remove_stale_temp_dirs(p + "/missing", "tw-agent"), 0u);
+}
+
 TEST(TempDir, RemovesItselfAndWhatItHolds) {
   std::string path;
   {

@@ -1,6 +1,11 @@
 #include "tensorwire/util/temp_dir.hpp"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <filesystem>
@@ -11,12 +16,42 @@
 
 namespace tw {
 
-TempDir::TempDir(const std::string& prefix, const std::string& parent) {
-  std::string dir = parent;
-  if (dir.empty()) {
-    const char* t = std::getenv("TMPDIR");
-    dir = t != nullptr && *t != '\0' ? t : "/tmp";
+std::string temp_parent() {
+  const char* t = std::getenv("TMPDIR");
+  return t != nullptr && *t != '\0' ? t : "/tmp";
+}
+
+std::size_t remove_stale_temp_dirs(const std::string& parent, const std::string& prefix) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  const std::string head = prefix + "-";
+  for (auto it = std::filesystem::directory_iterator(parent, ec); !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(head)) continue;
+    const std::string rest = name.substr(head.size());
+    const auto dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || dash > 10) continue;
+    long pid = 0;
+    bool digits = true;
+    for (std::size_t i = 0; i < dash; ++i) {
+      if (rest[i] < '0' || rest[i] > '9') digits = false;
+      else pid = pid * 10 + (rest[i] - '0');
+    }
+    struct stat st {};
+    if (!digits || pid <= 0 || pid > 0x7fffffffL || ::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != ::geteuid()) {
+      continue;
+    }
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to probe
+    std::error_code rec;
+    std::filesystem::remove_all(it->path(), rec);
+    if (!rec) ++removed;
   }
+  return removed;
+}
+
+TempDir::TempDir(const std::string& prefix, const std::string& parent) {
+  const std::string dir = parent.empty() ? temp_parent() : parent;
   std::string tmpl = (std::filesystem::path(dir) / (prefix + "-XXXXXX")).string();
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');

@@ -21,6 +21,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -34,6 +35,8 @@
 #include "run_summary.hpp"
 #include "tensorwire/core/frame.hpp"
 #include "tensorwire/core/run_dir.hpp"
+#include "tensorwire/net/accept_loop.hpp"
+#include "tensorwire/net/admission.hpp"
 #include "tensorwire/net/listener.hpp"
 #include "tensorwire/net/task.hpp"
 
@@ -267,19 +270,27 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     spawn(accept_loop());
   }
 
+  // Connections beyond the caps on unauthenticated ones are closed at once; the
+  // caps leave room for every flow this rank expects (on one host, all of them
+  // come from one address).
   asio::awaitable<void> accept_loop() {
-    for (;;) {
-      auto [ec, sock] = co_await acceptor_->async_accept(asio::as_tuple(asio::use_awaitable));
-      if (ec == asio::error::operation_aborted || !acceptor_->is_open()) co_return;
-      if (ec) continue;  // a transient accept error (e.g. the peer gave up): keep listening
-      spawn(handshake_in(std::move(sock)));
-    }
+    std::map<std::string, std::size_t> per_host;
+    std::size_t most_from_one = 0;
+    for (const auto& in : in_) most_from_one = std::max(most_from_one, ++per_host[c_.roster.ranks.at(p_.flows[in->flow()].src).host]);
+    const std::size_t total = std::max(net::pending_cap(net::raise_fd_limit(), 2 * (in_.size() + out_.size()) + 32), in_.size() + 4);
+    net::Admission admission(total, std::max(total / 4, most_from_one + 2));
+    auto on_socket = [this, &admission](tcp::socket sock) {
+      auto ticket = net::admit_socket(admission, sock, "a data connection", [this](const std::string& line) { log(line); });
+      if (ticket) spawn(handshake_in(std::move(sock), std::move(*ticket)));
+    };
+    co_await net::accept_connections(*acceptor_, on_socket, [this](const std::string& line) { log(line); });
   }
 
-  asio::awaitable<void> handshake_in(tcp::socket sock) {
+  asio::awaitable<void> handshake_in(tcp::socket sock, net::Admission::Ticket ticket) {
     const Listed listed(pending_, sock);
     const std::string peer = peer_text(sock);
     const auto flow = co_await connector_.answer(sock, [this](FlowIndex f) { return incoming(f).connected(); });
+    ticket.release();
     if (!flow || !error_.empty()) co_return;
     incoming(*flow).start(std::move(sock), peer);
     check_connected();

@@ -22,6 +22,7 @@
 #include "tensorwire/protocol/control_messages.hpp"
 #include "tensorwire/util/host_port.hpp"
 #include "tensorwire/util/realtime.hpp"
+#include "tensorwire/util/temp_dir.hpp"
 #include "tensorwire/util/unique_fd.hpp"
 
 namespace tw {
@@ -246,7 +247,7 @@ class ControlLink final : public AgentLink {
       req.set(http::field::authorization, "Bearer " + token);
       req.set(http::field::user_agent, "tensorwire-agent");
     }));
-    ws_.read_message_max(std::uint64_t{1} << 31);
+    ws_.read_message_max(kMaxControllerMessage);
     websocket::response_type res;
     const std::string authority = host + ":" + std::to_string(port);
     const std::string path = kAgentPath;
@@ -291,7 +292,10 @@ class ControlLink final : public AgentLink {
     roster.token = o_.token;
     roster.ranks = m.roster;
     if (o_.out_dir.empty()) {
-      std::string tmpl = (std::filesystem::temp_directory_path() / "tensorwire-agent-XXXXXX").string();
+      // Named with the pid, so that the next agent removes it if this one is
+      // killed before it can (SIGKILL, a lost host).
+      remove_stale_temp_dirs(temp_parent(), "tensorwire-agent");
+      std::string tmpl = (std::filesystem::path(temp_parent()) / ("tensorwire-agent-" + std::to_string(::getpid()) + "-XXXXXX")).string();
       if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("cannot create a directory for results in " + tmpl);
       out_dir_ = tmpl;
       remove_out_dir_ = true;

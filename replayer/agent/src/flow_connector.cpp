@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 #include <stdexcept>
 
+#include "clock.hpp"
 #include "tensorwire/util/token.hpp"
 #include "tensorwire/core/frame.hpp"
 #include "tensorwire/net/listener.hpp"
@@ -24,7 +25,9 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
 constexpr Nanos kConnectTimeout = 2 * kSecond;  // one attempt
-constexpr Nanos kHelloTimeout = 5 * kSecond;  // strangers that say nothing
+// A peer sends its hello and token as soon as it is connected: a stranger that
+// says nothing holds one of the few unauthenticated slots for at most this long.
+constexpr Nanos kHelloTimeout = 2 * kSecond;
 constexpr Nanos kAcceptTimeout = 10 * kSecond;  // a peer busy accepting others
 constexpr Nanos kWriteTimeout = 5 * kSecond;  // a handshake is a few bytes: only a stalled peer takes longer
 
@@ -119,6 +122,7 @@ asio::awaitable<tcp::socket> FlowConnector::dial(FlowIndex flow, std::chrono::st
 asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& sock, const std::function<bool(FlowIndex)>& taken) {
   const std::string peer = peer_text(sock);
   std::array<std::byte, frame::kHelloFixedSize> fixed{};
+  const Nanos hello_by = mono_now() + kHelloTimeout;  // for the hello and its token together
   error_code ec = co_await within(sock, kHelloTimeout, [&] { return asio::async_read(sock, asio::buffer(fixed), asio::as_tuple(asio::use_awaitable)); });
   if (ec) co_return std::nullopt;
   std::string why;
@@ -129,7 +133,7 @@ asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& soc
   }
   std::string token(prefix->token_size, '\0');
   if (prefix->token_size > 0) {
-    ec = co_await within(sock, kHelloTimeout, [&] { return asio::async_read(sock, asio::buffer(token), asio::as_tuple(asio::use_awaitable)); });
+    ec = co_await within(sock, std::max<Nanos>(hello_by - mono_now(), 0), [&] { return asio::async_read(sock, asio::buffer(token), asio::as_tuple(asio::use_awaitable)); });
     if (ec) co_return std::nullopt;
   }
   const frame::Hello& h = prefix->hello;

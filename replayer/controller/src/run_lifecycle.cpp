@@ -22,6 +22,8 @@
 #include "tensorwire/controller/run_status.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/run_dir.hpp"
+#include "tensorwire/net/accept_loop.hpp"
+#include "tensorwire/net/admission.hpp"
 #include "tensorwire/net/listener.hpp"
 #include "tensorwire/net/task.hpp"
 #include "tensorwire/util/host_port.hpp"
@@ -51,6 +53,14 @@ struct Failure {
 
 struct RunFailed {};
 
+// Connections the controller may hold at once: unauthenticated ones (under the
+// descriptor limit, after what the run needs: per agent its session and a result
+// file, the feeds, the run's own files) and dashboards' feeds.
+constexpr std::size_t kMaxFeeds = 32;
+std::size_t unauthenticated_cap(std::size_t ranks) {
+  return net::pending_cap(net::raise_fd_limit(), 3 * ranks + kMaxFeeds + 32);
+}
+
 // Waits of the life cycle that have no limit of their own.
 constexpr Nanos kSyncTimeout = 30 * kSecond;          // every agent's clock-sync round
 constexpr Nanos kConnectSlack = 5 * kSecond;          // beyond the agents' own connect timeout
@@ -63,6 +73,7 @@ class RunLifecycle final : public Session::Handler {
       : p_(p),
         o_(o),
         launcher_(l),
+        admission_(unauthenticated_cap(p.ranks.size()), std::max<std::size_t>(2, unauthenticated_cap(p.ranks.size()) / 4)),
         notifier_(ctx_.get_executor()),
         syncer_(notifier_, [] { return realtime_ns(); }),
         signals_(ctx_, SIGINT, SIGTERM),
@@ -104,6 +115,11 @@ class RunLifecycle final : public Session::Handler {
       }
     }
     launcher_.stop(2 * kSecond);
+    // Every agent's end leaves a line: those that did not exit cleanly after the
+    // run (killed by a signal, or by the stop after its grace) are named here.
+    for (const auto& [hint, why] : launcher_.ended()) {
+      if (why.find("exited with status 0") == std::string::npos) line_.log("controller: rank hint " + std::to_string(hint) + ": " + why);
+    }
     line_.end();
     return std::move(outcome_);
   }
@@ -137,7 +153,12 @@ class RunLifecycle final : public Session::Handler {
   }
 
   asio::awaitable<void> feed(WebSocket ws, std::string peer) {
-    auto s = std::make_shared<Session>(std::move(ws), std::move(peer));
+    if (feeds_.size() >= kMaxFeeds) {
+      line_.log("turned away a feed from " + peer + ": " + std::to_string(kMaxFeeds) + " feeds open already");
+      co_await ws.async_close(beast::websocket::close_reason(beast::websocket::close_code::try_again_later), kTuple);
+      co_return;
+    }
+    auto s = std::make_shared<Session>(std::move(ws), std::move(peer), kHeartbeatTimeout, kMaxFeedMessage);
     feeds_.push_back(s);
     s->send_text(nlohmann::json{{"type", "status"}, {"run", status_json()}}.dump());
     co_await s->run_feed();
@@ -160,16 +181,19 @@ class RunLifecycle final : public Session::Handler {
     if (o_.on_listening) o_.on_listening(address_, token_);
   }
 
+  // Every connection is accepted (the backlog never fills with strangers) and
+  // admitted while under the caps on unauthenticated connections: the rest are
+  // closed at once, a line in the log for the 1st, 10th, 100th, ... of them.
   asio::awaitable<void> accept_loop() {
-    for (;;) {
-      auto [ec, sock] = co_await acceptor_->async_accept(kTuple);
-      if (!acceptor_->is_open()) co_return;
-      if (ec) continue;
+    auto on_socket = [this](tcp::socket sock) {
+      auto ticket = net::admit_socket(admission_, sock, "a connection", [this](const std::string& line) { line_.log(line); });
+      if (!ticket) return;
       error_code pec;
       const auto rep = sock.remote_endpoint(pec);
       std::string peer = pec ? "?" : rep.address().to_string() + ":" + std::to_string(rep.port());
-      spawn(serve_http(beast::tcp_stream(std::move(sock)), std::move(peer), token_, *this));
-    }
+      spawn(serve_http(beast::tcp_stream(std::move(sock)), std::move(peer), token_, *this, std::move(*ticket)));
+    };
+    co_await net::accept_connections(*acceptor_, on_socket, [this](const std::string& line) { line_.log("controller: " + line); });
   }
 
   // ---- an agent's messages (Session::Handler) ------------------------------------
@@ -317,8 +341,12 @@ class RunLifecycle final : public Session::Handler {
       for (const auto& x : sessions_) {
         if (x->state.rank_hint == hint || (x->state.rank && *x->state.rank == hint && !x->state.rank_hint)) s = x.get();
       }
-      if (s && s->state.uploaded) continue;  // it ended after its work: fine
-      if (stopping_all_) continue;
+      if ((s && s->state.uploaded) || stopping_all_) {
+        // It ended after its work, or as the run stops: no failure, but a death by
+        // a signal or an error status is still said.
+        if (why.find("exited with status 0") == std::string::npos) line_.log("controller: " + (s ? s->state.who() : "rank hint " + std::to_string(hint)) + ": " + why);
+        continue;
+      }
       fail(2, (s ? s->state.who() : "the agent for rank " + std::to_string(hint)) + ": " + why);
     }
   }
@@ -591,6 +619,7 @@ class RunLifecycle final : public Session::Handler {
   Launcher& launcher_;
   asio::io_context ctx_{1};
   std::optional<tcp::acceptor> acceptor_;
+  net::Admission admission_;
   Notifier notifier_;
   ClockSyncer syncer_;
   asio::signal_set signals_;

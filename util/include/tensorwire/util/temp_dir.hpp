@@ -2,6 +2,7 @@
 // goes out of scope. Move-only.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace tw {
@@ -25,5 +26,13 @@ class TempDir {
   void remove() noexcept;
   std::string path_;
 };
+
+// Directories named PARENT/PREFIX-PID-* (as a process that may be killed names
+// its own: PREFIX-<its pid>-XXXXXX) that belong to this user and whose process is
+// gone: a killed process cannot remove its own. Removes them; returns how many.
+std::size_t remove_stale_temp_dirs(const std::string& parent, const std::string& prefix);
+
+// $TMPDIR, else /tmp.
+std::string temp_parent();
 
 }  // namespace tw

@@ -80,12 +80,13 @@ class ControlSession : public ClockPeer, public std::enable_shared_from_this<Con
 
   // `ws` has been accepted already. `heartbeat` is how long a silent peer is
   // waited for (pings go out after half of it).
-  ControlSession(WebSocket ws, std::string peer, Nanos heartbeat = kHeartbeatTimeout)
+  ControlSession(WebSocket ws, std::string peer, Nanos heartbeat = kHeartbeatTimeout,
+                 std::uint64_t max_message = kMaxAgentMessage)
       : ws_(std::move(ws)), outbox_(ws_) {
     state.peer = std::move(peer);
     namespace websocket = boost::beast::websocket;
     ws_.set_option(websocket::stream_base::timeout{std::chrono::seconds(5), std::chrono::nanoseconds(heartbeat), true});
-    ws_.read_message_max(std::uint64_t{1} << 31);
+    ws_.read_message_max(max_message);
   }
 
   AgentState state;
@@ -154,6 +155,10 @@ class ControlSession : public ClockPeer, public std::enable_shared_from_this<Con
     constexpr auto tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
     for (;;) {
       auto [ec, n] = co_await ws_.async_read(buf, tuple);
+      if (ec == boost::beast::websocket::error::message_too_big) {
+        close();
+        co_return std::pair{SessionEnd::bad_message, "sent a message larger than " + std::to_string(ws_.read_message_max()) + " bytes"};
+      }
       if (ec) {
         const bool was_closed = closed_;
         close();

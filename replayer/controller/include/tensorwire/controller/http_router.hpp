@@ -18,6 +18,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "tensorwire/net/admission.hpp"
 #include "tensorwire/protocol/control_messages.hpp"
 #include "tensorwire/util/token.hpp"
 
@@ -59,12 +60,17 @@ inline constexpr const char* kFeedPath = "/api/feed";
 //   awaitable<void> agent(WebSocket, std::string peer);   an accepted /agent
 //   awaitable<void> feed(WebSocket, std::string peer);    an accepted /api/feed
 // where WebSocket is boost::beast::websocket::stream<Stream>.
+// `ticket` is the connection's slot among the unauthenticated ones: given up once
+// the token has been checked.
 template <typename Stream, typename Api>
-boost::asio::awaitable<void> serve_http(Stream stream, std::string peer, const std::string& token, Api& api) {
+boost::asio::awaitable<void> serve_http(Stream stream, std::string peer, const std::string& token, Api& api,
+                                        net::Admission::Ticket ticket = {}) {
   namespace http = boost::beast::http;
   namespace websocket = boost::beast::websocket;
   constexpr auto tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
-  constexpr auto kRequestTimeout = std::chrono::seconds(5);
+  // A whole request, its token included: agents and browsers send it at once, a
+  // stranger that trickles it holds an unauthenticated slot no longer than this.
+  constexpr auto kRequestTimeout = std::chrono::seconds(3);
   constexpr bool kTimed = requires { stream.expires_after(kRequestTimeout); };
   if constexpr (kTimed) stream.expires_after(kRequestTimeout);
   boost::beast::flat_buffer buf;
@@ -98,6 +104,7 @@ boost::asio::awaitable<void> serve_http(Stream stream, std::string peer, const s
                  loggable_path(path) + ": wrong or missing token");
     reply = {http::status::unauthorized, "text/plain", "a valid token is required\n"};
   } else if (websocket::is_upgrade(req)) {
+    ticket.release();
     if (path == kAgentPath || path == kFeedPath) {
       if constexpr (kTimed) stream.expires_never();
       websocket::stream<Stream> ws(std::move(stream));

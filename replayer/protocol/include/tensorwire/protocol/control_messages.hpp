@@ -25,6 +25,13 @@ namespace tw {
 inline constexpr int kControlVersion = 1;
 inline constexpr const char* kAgentPath = "/agent";
 inline constexpr Nanos kHeartbeatTimeout = 1800 * kMilli;  // silence after which a peer is gone
+// The largest WebSocket message each side reads. An agent sends JSON messages of
+// a few kB and its result files in 1 MiB pieces; a dashboard's feed sends
+// nothing the controller needs; the controller sends the whole profile in its
+// setup, which may be large, and is trusted with the run's token.
+inline constexpr std::uint64_t kMaxAgentMessage = 16ull << 20;
+inline constexpr std::uint64_t kMaxFeedMessage = 64ull << 10;
+inline constexpr std::uint64_t kMaxControllerMessage = 1ull << 30;
 
 namespace control {
 
