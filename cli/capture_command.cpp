@@ -16,6 +16,7 @@
 #include "tensorwire/capture/chrome_trace.hpp"
 #include "tensorwire/capture/trace_report.hpp"
 #include "tensorwire/core/capture_dir.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/trace.hpp"
 #include "tensorwire/view/pcapng.hpp"
@@ -69,10 +70,8 @@ int import_command(const ImportArgs& a) {
   // The span of every capture that wrote into the directory.
   Nanos begin = 0, end = 0;
   for (const std::string& file : capture_dir::session_files(a.dir)) {
-    std::ifstream cf(file);
-    const nlohmann::json c = nlohmann::json::parse(cf, nullptr, false);
-    if (!c.is_object()) continue;
-    const Nanos b = c.value("started_ns", Nanos{0}), e = c.value("ended_ns", Nanos{0});
+    const nlohmann::json c = read_json_file(file);
+    const Nanos b = json_int(c, "started_ns", file), e = json_int(c, "ended_ns", file);
     if (b && (!begin || b < begin)) begin = b;
     if (e > end) end = e;
   }

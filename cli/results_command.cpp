@@ -2,6 +2,7 @@
 // `tensorwire results rates`: goodput at the receivers, per flow and per rank.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,7 @@
 #include "tensorwire/analysis/sources.hpp"
 #include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/core/text_table.hpp"
 #include "tensorwire/launch/local_replay.hpp"
 
@@ -36,7 +38,15 @@ int run_check_command(const std::string& dir, std::string profile_path) {
       o.cross_rank_tolerance = std::max(o.cross_rank_tolerance, 50 * kMicro + 2 * s["clock"]["bound_ns"].get<Nanos>());
     }
   }
-  const RunCheck c = check_run(p, load_run_records(dir, p), o);
+  const auto records = load_run_records(dir, p);
+  // The count the summary gives is checked against the records (whose iterations
+  // the file bounds) before anything loops over it.
+  const auto finished = static_cast<std::uint64_t>(std::count_if(records[0].begin(), records[0].end(), [](const Record& r) { return r.is(RecordKind::iteration); }));
+  if (o.iterations > finished) {
+    fmt::print(stderr, "{}: 'iterations' is {}, but the records of rank 0 hold {}\n", run_dir::summary_file(dir, 0), o.iterations, finished);
+    return 1;
+  }
+  const RunCheck c = check_run(p, records, o);
   for (const auto& problem : c.problems) fmt::print(stderr, "{}: {}\n", dir, problem);
   if (!c.problems.empty()) return 1;
   fmt::print("{}: ok: {} messages ({:.1f} MB) of {} iterations delivered whole, {} dependencies honoured\n", dir,

@@ -9,6 +9,7 @@
 
 #include "tensorwire/analysis/link_rates.hpp"
 #include "tensorwire/analysis/simulator.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
 
@@ -19,13 +20,14 @@ namespace fs = std::filesystem;
 std::string run_profile_path(const std::string& dir) {
   const std::string profile_path = run_dir::profile_file(dir);
   if (fs::exists(profile_path)) return profile_path;
-  const fs::path summary = run_dir::summary_file(dir, 0);
-  std::ifstream in(summary);
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!in || j.is_discarded() || !j.contains("profile") || !j["profile"].is_string()) {
-    throw std::runtime_error(dir + ": no profile.yaml, and no rank-0.json naming the profile");
-  }
-  return j["profile"].get<std::string>();
+  // A replay by hand: its agents' summaries name the profile they were given,
+  // relative to the run directory unless absolute (the loader then takes only a
+  // regular file of a sane size).
+  const std::string summary = run_dir::summary_file(dir, 0);
+  if (!fs::exists(summary)) throw std::runtime_error(dir + ": no profile.yaml, and no rank-0.json naming the profile");
+  const std::string named = json_string(run_dir::read_summary(dir, 0), "profile", summary);
+  if (named.empty() || named.starts_with("run ")) throw std::runtime_error(dir + ": no profile.yaml, and " + summary + " names no profile file");
+  return path_named_by(summary, named);
 }
 
 std::vector<std::vector<Record>> load_run_records(const std::string& dir, const Profile& profile) {
@@ -34,6 +36,8 @@ std::vector<std::vector<Record>> load_run_records(const std::string& dir, const 
     const std::string path = run_dir::records_file(dir, static_cast<RankId>(r));
     if (!fs::exists(path)) throw std::runtime_error(dir + ": no records of rank " + std::to_string(r) + " (" + path + ")");
     ranks.push_back(read_records(path));
+    const std::string bad = check_records(ranks.back(), static_cast<std::uint32_t>(r), profile);
+    if (!bad.empty()) throw std::runtime_error(path + ": " + bad);
   }
   return ranks;
 }
@@ -54,9 +58,9 @@ ReplaySettings read_settings(const std::string& dir, const nlohmann::json& run, 
     }
     for (std::size_t r = 0; r < ranks; ++r) {
       file = run_dir::summary_file(dir, static_cast<RankId>(r));
-      std::ifstream in(file);
-      const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-      if (!in || j.is_discarded() || !j.contains("options") || !j["options"].is_object()) continue;
+      if (!fs::exists(file)) continue;
+      const nlohmann::json j = run_dir::read_summary(dir, static_cast<RankId>(r));
+      if (!j.contains("options") || !j["options"].is_object()) continue;
       const nlohmann::json& o = j["options"];
       s.open_loop = s.open_loop || o.value("open_loop", false);
       if (r == 0 && !run.is_object()) s.delay = back(o.value("delay_ns", Nanos{0}));
@@ -80,11 +84,10 @@ LoadedRun load_run(const std::string& dir) {
   const std::vector<std::vector<Record>> ranks = load_run_records(dir, run.profile);
   run.timeline = timeline_from_records(run.profile, ranks, "run " + dir);
   // A time-dilated run is compared at the original's speed.
-  std::ifstream rj(run_dir::run_file(dir));
-  const nlohmann::json j = nlohmann::json::parse(rj, nullptr, false);
-  double k = 1;
-  if (rj && !j.is_discarded() && j.contains("time_scale") && j["time_scale"].is_number()) {
-    k = j["time_scale"].get<double>();
+  const std::string run_file = run_dir::run_file(dir);
+  const nlohmann::json j = fs::exists(run_file) ? read_json_file(run_file) : nlohmann::json();
+  double k = json_number(j, "time_scale", run_file, 1);
+  {
     if (k > 0 && k != 1) {
       scale_timeline(run.timeline, 1.0 / k);
       run.timeline.source += " (time-scaled x" + nlohmann::json(k).dump() + ", scaled back)";
@@ -92,7 +95,7 @@ LoadedRun load_run(const std::string& dir) {
       k = 1;
     }
   }
-  run.settings = read_settings(dir, rj && !j.is_discarded() ? j : nlohmann::json(), run.profile.ranks.size(), k);
+  run.settings = read_settings(dir, j, run.profile.ranks.size(), k);
   return run;
 }
 

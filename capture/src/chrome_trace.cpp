@@ -8,6 +8,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 
 namespace tw {
@@ -34,14 +35,8 @@ Nanos micros_to_ns(const nlohmann::json& v) {
   return static_cast<Nanos>(whole) * 1000 + std::llround((d - whole) * 1e3);
 }
 
-}  // namespace
-
-std::vector<ImportedOp> import_chrome_trace(const std::string& path, const ImportOptions& o, const std::vector<ProcessTrace>& traces,
-                                            Nanos capture_begin, Nanos capture_end) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded()) throw std::runtime_error(path + ": not JSON");
+std::vector<ImportedOp> import_events(const std::string& path, const nlohmann::json& j, const ImportOptions& o,
+                                      const std::vector<ProcessTrace>& traces, Nanos capture_begin, Nanos capture_end) {
   const nlohmann::json* events = &j;
   if (j.is_object()) {
     if (!j.contains("traceEvents") || !j["traceEvents"].is_array()) throw std::runtime_error(path + ": no traceEvents array");
@@ -127,6 +122,14 @@ std::vector<ImportedOp> import_chrome_trace(const std::string& path, const Impor
   return ops;
 }
 
+}  // namespace
+
+std::vector<ImportedOp> import_chrome_trace(const std::string& path, const ImportOptions& o, const std::vector<ProcessTrace>& traces,
+                                            Nanos capture_begin, Nanos capture_end) {
+  const nlohmann::json j = read_json_file(path, limits::kMaxChromeTrace);
+  return with_file(path, [&] { return import_events(path, j, o, traces, capture_begin, capture_end); });
+}
+
 void write_imported_ops(const std::string& dir, const std::string& name, const std::string& source, const std::vector<ImportedOp>& ops) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& op : ops) {
@@ -145,15 +148,16 @@ std::vector<ImportedOp> read_imported_ops(const std::string& dir) {
   }
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
-    std::ifstream in(f);
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("ops") || !j["ops"].is_array()) {
+    const nlohmann::json j = read_json_file(f.string(), limits::kMaxChromeTrace);
+    if (!j.is_object() || !j.contains("ops") || !j["ops"].is_array()) {
       throw std::runtime_error(f.string() + ": not an imported-ops file");
     }
-    for (const auto& x : j["ops"]) {
-      ops.push_back({x.value("pid", 0), x.value("thread", ""), x.value("name", ""), x.value("category", ""), x.value("begin_ns", Nanos{0}),
-                     x.value("end_ns", Nanos{0})});
-    }
+    with_file(f.string(), [&] {
+      for (const auto& x : j["ops"]) {
+        ops.push_back({x.value("pid", 0), x.value("thread", ""), x.value("name", ""), x.value("category", ""), x.value("begin_ns", Nanos{0}),
+                       x.value("end_ns", Nanos{0})});
+      }
+    });
   }
   return ops;
 }

@@ -170,7 +170,7 @@ nlohmann::json trace_report_json(const CaptureReading& reading) {
   nlohmann::json procs = nlohmann::json::array();
   for (const auto& t : traces) {
     procs.push_back({{"pid", t.pid}, {"ppid", t.ppid}, {"host", t.host}, {"rank", t.rank_text()}, {"cmdline", t.cmdline},
-                     {"final", t.final}, {"events_dropped", t.events_dropped}, {"untracked", t.untracked},
+                     {"final", t.final}, {"events_missing", t.events_missing}, {"events_dropped", t.events_dropped}, {"untracked", t.untracked},
                      {"samples", t.samples.size()}});
   }
   j["processes"] = std::move(procs);
@@ -227,7 +227,9 @@ std::string trace_report_text(const CaptureReading& reading, const std::vector<I
     if (cmd.size() > 48) cmd = cmd.substr(0, 45) + "...";
     p.add({std::to_string(t.pid), t.rank_text().empty() ? "-" : t.rank_text(), cmd,
            std::to_string(t.event_count()), std::to_string(t.events_dropped),
-           t.final ? "yes" : "no (killed?)"});
+           t.events_missing ? fmt::format("no ({} events missing: the file is cut short)", t.events_missing)
+           : t.final        ? "yes"
+                            : "no (killed?)"});
   }
   out += fmt::format("{}\n", p.str());
   const auto dur = [](const std::vector<Nanos>& v) {

@@ -1,7 +1,10 @@
 #include <cctype>
+#include <cstdint>
+#include <stdexcept>
 #include <filesystem>
 
 #include "tensorwire/core/capture_dir.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/run_dir.hpp"
 
 namespace tw {
@@ -45,6 +48,65 @@ std::string profile_file(const std::string& dir) { return in(dir, "profile.yaml"
 std::string run_file(const std::string& dir) { return in(dir, "run.json"); }
 std::string compare_file(const std::string& dir) { return in(dir, "compare.json"); }
 std::string logs_dir(const std::string& dir) { return in(dir, "logs"); }
+
+}  // namespace run_dir
+
+namespace run_dir {
+
+nlohmann::json read_summary(const std::string& dir, RankId rank) {
+  const std::string path = summary_file(dir, rank);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw std::runtime_error(path + ": missing: the agent of rank " + std::to_string(rank) + " wrote no summary (is " + dir +
+                             " the --out directory of a replay?)");
+  }
+  nlohmann::json j = read_json_file(path);
+  if (!j.is_object()) throw std::runtime_error(path + ": not a summary: a JSON object expected");
+  const std::uint64_t r = json_count(j, "rank", path, limits::kMaxRanks, rank);
+  if (r != rank) throw std::runtime_error(path + ": names rank " + std::to_string(r) + ", but is the file of rank " + std::to_string(rank));
+  json_count(j, "iterations", path, limits::kMaxIterations);
+  json_bool(j, "finished", path);
+  json_string(j, "error", path);
+  json_string(j, "profile", path);
+  json_string(j, "host", path);
+  json_count(j, "profile_digest", path, UINT64_MAX);
+  json_int(j, "start_ns", path);
+  json_int(j, "end_ns", path);
+  const auto object = [&](const char* key) -> const nlohmann::json* {
+    if (!j.contains(key) || j[key].is_null()) return nullptr;
+    if (!j[key].is_object()) throw std::runtime_error(path + ": '" + key + "' must be an object");
+    return &j[key];
+  };
+  if (const auto* c = object("counters")) {
+    for (const auto& [k, v] : c->items()) json_count(*c, k, path + ": counters", UINT64_MAX);
+  }
+  if (const auto* c = object("clock")) {
+    json_int(*c, "bound_ns", path + ": clock");
+    json_int(*c, "offset_ns", path + ": clock");
+    json_int(*c, "realtime_minus_monotonic_ns", path + ": clock");
+  }
+  if (const auto* o = object("options")) {
+    json_bool(*o, "open_loop", path + ": options");
+    json_bool(*o, "tx_timestamps", path + ": options");
+    json_number(*o, "slowdown", path + ": options", 1);
+    json_int(*o, "spin_ns", path + ": options");
+    json_int(*o, "delay_ns", path + ": options");
+  }
+  if (j.contains("iteration_times_ns")) {
+    const nlohmann::json& its = j["iteration_times_ns"];
+    if (!its.is_array() || its.size() > limits::kMaxIterations) {
+      throw std::runtime_error(path + ": 'iteration_times_ns' must be a list of at most " + std::to_string(limits::kMaxIterations) +
+                               " [start, end] pairs");
+    }
+    for (std::size_t i = 0; i < its.size(); ++i) {
+      const nlohmann::json& x = its[i];
+      if (!x.is_array() || x.size() != 2 || !x[0].is_number_integer() || !x[1].is_number_integer()) {
+        throw std::runtime_error(path + ": 'iteration_times_ns' entry " + std::to_string(i) + " must be [start, end] in ns");
+      }
+    }
+  }
+  return j;
+}
 
 }  // namespace run_dir
 

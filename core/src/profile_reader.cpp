@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "tensorwire/core/dag.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/yaml_reader.hpp"
 
@@ -500,11 +501,16 @@ void Reader::read_observed(const Node* n, Profile& p) {
 // The sidecar is CSV: a header "iteration,op,start_ns,end_ns", then one row per
 // observed op instance. Errors name the sidecar's own file and line.
 void Reader::read_observed_sidecar(Profile& p, Observed& o, const Node& at) {
-  const std::filesystem::path path = std::filesystem::path(base_dir_) / o.ops_file;
+  // A file next to the profile (as `profile build` writes it), never elsewhere.
+  const std::filesystem::path named(o.ops_file);
+  if (named.is_absolute() || std::any_of(named.begin(), named.end(), [](const auto& part) { return part == ".."; })) {
+    error(at, "observed: 'ops_file' " + quote(o.ops_file) + " must name a file next to the profile (no absolute path, no '..')");
+    return;
+  }
+  const std::filesystem::path path = std::filesystem::path(base_dir_) / named;
   const std::string name = path.string();
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    error(at, "observed: 'ops_file' " + quote(name) + " is a directory");
+  if (const std::string bad = data_file_problem(name, limits::kMaxDataFile); !bad.empty()) {
+    error(at, "observed: 'ops_file' " + quote(name) + " " + bad);
     return;
   }
   std::ifstream in(path);
@@ -609,8 +615,9 @@ Profile load_profile_or_throw(const std::string& path) {
 }
 
 ProfileLoad load_profile_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return {std::nullopt, {{path, 0, 0, "is a directory, not a profile"}}};
+  if (const std::string bad = data_file_problem(path, limits::kMaxProfileFile); !bad.empty()) {
+    return {std::nullopt, {{path, 0, 0, bad == "is a directory" ? "is a directory, not a profile" : bad}}};
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return {std::nullopt, {{path, 0, 0, std::string("cannot open: ") + std::strerror(errno)}}};
   Diagnostic syntax;

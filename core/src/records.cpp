@@ -3,12 +3,16 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "tensorwire/core/binary_file.hpp"
+#include "tensorwire/core/data_file.hpp"
+#include "tensorwire/core/frame.hpp"
 
 namespace tw {
 
 std::vector<Record> read_records(const std::string& path) {
+  if (const std::string bad = data_file_problem(path, limits::kMaxDataFile); !bad.empty()) throw std::runtime_error(path + ": " + bad);
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
   unsigned char header[binary_file::kHeaderSize];
@@ -32,6 +36,59 @@ std::vector<Record> read_records(const std::string& path) {
   std::fclose(f);
   if (got != 0) throw std::runtime_error(path + ": truncated record at the end (" + std::to_string(out.size()) + " whole)");
   return out;
+}
+
+std::string check_records(const std::vector<Record>& records, std::uint32_t rank, const Profile& profile) {
+  const std::size_t ops = profile.ops.size(), flows = profile.flows.size();
+  std::uint64_t finished = 0;
+  for (const Record& r : records) finished += r.is(RecordKind::iteration) ? 1 : 0;
+  std::unordered_set<std::uint64_t> seen[7];  // by kind: op instances (op, iteration), or iterations
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const Record& r = records[i];
+    const std::string at = "record " + std::to_string(i) + ": ";
+    if (r.rank() != rank) return at + "names rank " + std::to_string(r.rank()) + " in the file of rank " + std::to_string(rank);
+    std::optional<std::uint64_t> op, flow, iteration, bytes;
+    if (const auto t = op_times(r)) {
+      op = t->op;
+      iteration = t->iteration;
+      if (t->kind != RecordKind::compute) flow = t->flow, bytes = t->bytes;
+    }
+    switch (r.kind()) {
+      case RecordKind::iteration: iteration = r.as<IterationRecord>().iteration; break;
+      case RecordKind::tx_timestamps: {
+        const auto x = r.as<TxTimestampsRecord>();
+        op = x.op, iteration = x.iteration, flow = x.flow, bytes = x.bytes;
+        break;
+      }
+      case RecordKind::tcp_info: flow = r.as<TcpInfoRecord>().flow; break;
+      default: break;
+    }
+    if (op && *op >= ops) return at + "op " + std::to_string(*op) + ", but the profile has " + std::to_string(ops);
+    if (flow && *flow >= flows) return at + "flow " + std::to_string(*flow) + ", but the profile has " + std::to_string(flows);
+    const std::uint64_t most = r.is(RecordKind::iteration) ? finished : finished + 1;
+    if (iteration && *iteration >= most) {
+      return at + "iteration " + std::to_string(*iteration) + ", but the file holds " + std::to_string(finished) + " iteration(s)";
+    }
+    if (op) {
+      const Op& o = profile.ops[*op];
+      const bool message = flow.has_value();
+      if (message && (o.type != OpType::send || o.flow != *flow)) {
+        return at + "a message of op " + o.id + ", which is no send on flow " + profile.flows[*flow].id;
+      }
+      if (!message && o.type != OpType::compute) return at + "a compute record of op " + o.id + ", which is no compute op";
+      if (bytes && *bytes > frame::wire_bytes(o.bytes)) {
+        return at + std::to_string(*bytes) + " bytes of op " + o.id + ", which sends " + std::to_string(frame::wire_bytes(o.bytes));
+      }
+    }
+    if (iteration && r.kind() != RecordKind::tcp_info) {
+      const std::uint64_t key = (op.value_or(0) << 32) | *iteration;
+      if (!seen[static_cast<int>(r.kind())].insert(key).second) {
+        return at + "a second record of " + (op ? "op " + profile.ops[*op].id + " in " : std::string()) + "iteration " +
+               std::to_string(*iteration);
+      }
+    }
+  }
+  return "";
 }
 
 std::optional<OpTimes> op_times(const Record& r) {

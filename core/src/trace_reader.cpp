@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/core/binary_file.hpp"
 #include "tensorwire/core/trace.hpp"
@@ -25,9 +26,9 @@ namespace {
 
 ProcessTrace read_one(const fs::path& json_path) {
   ProcessTrace t;
-  std::ifstream jf(json_path);
-  const nlohmann::json j = nlohmann::json::parse(jf, nullptr, false);
-  if (!jf || j.is_discarded() || !j.is_object()) throw std::runtime_error(json_path.string() + ": not a trace description");
+  const nlohmann::json j = read_json_file(json_path.string());
+  if (!j.is_object()) throw std::runtime_error(json_path.string() + ": not a trace description");
+  with_file(json_path.string(), [&] {
   t.pid = j.value("pid", 0);
   t.ppid = j.value("ppid", 0);
   t.host = j.value("host", "");
@@ -42,11 +43,11 @@ ProcessTrace read_one(const fs::path& json_path) {
   if (j.contains("env") && j["env"].is_object()) {
     for (const auto& [k, v] : j["env"].items()) t.env[k] = v.get<std::string>();
   }
+  });
   fs::path twt = json_path;
   twt.replace_extension(".twt");
   t.file = twt.string();
-  std::ifstream in(twt, std::ios::binary);
-  if (!in) throw std::runtime_error(t.file + ": cannot open");
+  std::ifstream in = open_data_file(t.file, limits::kMaxDataFile);
   unsigned char header[binary_file::kHeaderSize];
   in.read(reinterpret_cast<char*>(header), sizeof header);
   const std::string bad = binary_file::check_header(header, static_cast<std::size_t>(in.gcount()), trace::kMagic, "trace",
@@ -105,6 +106,9 @@ ProcessTrace read_one(const fs::path& json_path) {
         throw std::runtime_error(t.file + ": unknown event kind " + std::to_string(buf[0]));
     }
   }
+  // A file cut short (copied half, a full disk) holds fewer events than its
+  // description counted: not complete, whatever the process said at its exit.
+  if (t.events_written > t.event_count()) t.events_missing = t.events_written - t.event_count();
   return t;
 }
 
@@ -139,14 +143,20 @@ std::vector<std::string> session_files(const std::string& dir) {
 
 namespace {
 
+WireCapture session_wire(const std::string& dir, const std::string& file, const nlohmann::json& c, std::uint32_t& files,
+                         wire::WireIndex& index, const std::map<std::string, Nanos>& shift_by_host);
+
 // One session file's wire block; its pcap files, numbered on from `files`, go into `index`.
 WireCapture read_session_wire(const std::string& dir, const std::string& file, std::uint32_t& files, wire::WireIndex& index,
                               const std::map<std::string, Nanos>& shift_by_host) {
+  const nlohmann::json c = read_json_file(file);
+  if (!c.is_object()) throw std::runtime_error(file + ": not a capture session (a JSON object expected)");
+  return with_file(file, [&] { return session_wire(dir, file, c, files, index, shift_by_host); });
+}
+
+WireCapture session_wire(const std::string& dir, const std::string& file, const nlohmann::json& c, std::uint32_t& files,
+                         wire::WireIndex& index, const std::map<std::string, Nanos>& shift_by_host) {
   WireCapture w;
-  std::ifstream cf(file);
-  if (!cf) throw std::runtime_error(file + ": cannot open");
-  const nlohmann::json c = nlohmann::json::parse(cf, nullptr, false);
-  if (c.is_discarded() || !c.is_object()) throw std::runtime_error(file + ": not valid JSON");
   const nlohmann::json wire = c.value("wire", nlohmann::json::object());
   if (!wire.is_object()) {
     w.mode = "off";

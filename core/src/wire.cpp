@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "tensorwire/core/data_file.hpp"
+
 namespace tw::wire {
 
 namespace {
@@ -86,6 +88,10 @@ Direction cooked_direction(unsigned pkttype) {
 
 }  // namespace
 
+bool known_linktype(std::uint32_t linktype) {
+  return linktype == 1 || linktype == 101 || linktype == 113 || linktype == 228 || linktype == 229 || linktype == 276;
+}
+
 std::optional<Segment> parse_frame(std::uint32_t linktype, const std::uint8_t* d, std::size_t caplen, std::size_t wire_len) {
   std::optional<Segment> s;
   switch (linktype) {
@@ -126,8 +132,7 @@ std::optional<Segment> parse_frame(std::uint32_t linktype, const std::uint8_t* d
 }
 
 PcapInfo for_each_frame(const std::string& path, const std::function<void(const RawFrame&)>& f) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::ifstream in = open_data_file(path, limits::kMaxDataFile);
   std::uint8_t gh[24];
   in.read(reinterpret_cast<char*>(gh), sizeof gh);
   if (in.gcount() != 24) throw std::runtime_error(path + ": not a pcap file (shorter than its header)");
@@ -178,6 +183,11 @@ PcapInfo for_each_frame(const std::string& path, const std::function<void(const 
 PcapRead read_pcap(const std::string& path, std::uint32_t file) {
   PcapRead r;
   const PcapInfo info = for_each_frame(path, [&](const RawFrame& fr) {
+    // Frames of a link type no parser reads would all be "other": say so instead.
+    if (r.frames == 0 && !known_linktype(fr.linktype)) {
+      throw std::runtime_error(path + ": link type " + std::to_string(fr.linktype) +
+                               " is not one tensorwire reads (Ethernet 1, raw IP 101/228/229, Linux cooked 113/276)");
+    }
     ++r.frames;
     auto s = parse_frame(fr.linktype, fr.data, fr.caplen, fr.origlen);
     if (!s) {

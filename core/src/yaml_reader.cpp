@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile.hpp"
 
 namespace tw {
@@ -33,8 +34,7 @@ bool valid_id(std::string_view id) {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  std::ifstream in = open_data_file(path, limits::kMaxProfileFile);
   std::ostringstream text;
   text << in.rdbuf();
   return std::move(text).str();

@@ -115,7 +115,7 @@ TEST_F(ChromeImport, EpochTimestampsAndPidsAreUsedAsTheyAre) {
   write(R"({"events": []})");
   EXPECT_NE(error({}, {p}).find("no traceEvents array"), std::string::npos);
   write("{not json");
-  EXPECT_NE(error({}, {p}).find(": not JSON"), std::string::npos);
+  EXPECT_NE(error({}, {p}).find(": not valid JSON"), std::string::npos);
   write(R"([{"name": "counter", "ph": "C", "ts": 1}])");
   EXPECT_NE(error({}, {p}).find("no complete (X) or begin/end (B/E) events"), std::string::npos);
 }

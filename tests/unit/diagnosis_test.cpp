@@ -98,16 +98,7 @@ TEST(GraphSim, OfTheSendsWaitingOnAFlowTheMostUrgentGoesFirst) {
 }
 
 TEST(GraphSim, FlowModelTimesOneMessage) {
-  const Profile p = test::inline_profile(R"(
-version: 1
-iterations: 1
-ranks: [{id: 0}, {id: 1}]
-flows: [{id: f, src: 0, dst: 1}]
-ops:
-  - {id: c, type: compute, rank: 0, duration: 1ms}
-  - {id: s, type: send, flow: f, bytes: 1MB, after: [c]}
-  - {id: d, type: compute, rank: 1, duration: 2ms, after: [recv:s]}
-)");
+  const Profile p = test::one_message("1ms", "1MB");
   FlowModel link;
   link.bps = 8e9;  // 1 MB in 1 ms
   link.per_message = 10 * kMicro;
@@ -167,18 +158,7 @@ ops:
 
 // Critical path and verdict on DAGs with known answers.
 TEST(Diagnosis, CriticalPathOfAComputeBoundAndACommunicationBoundChain) {
-  const auto chain = [](const std::string& first, const std::string& bytes) {
-    return test::inline_profile(R"(
-version: 1
-iterations: 4
-ranks: [{id: 0}, {id: 1}]
-flows: [{id: f, src: 0, dst: 1}]
-ops:
-  - {id: c, type: compute, rank: 0, duration: )" + first + R"(}
-  - {id: s, type: send, flow: f, bytes: )" + bytes + R"(, after: [c]}
-  - {id: d, type: compute, rank: 1, duration: 2ms, after: [recv:s]}
-)");
-  };
+  const auto chain = [](const std::string& first, const std::string& bytes) { return test::one_message(first, bytes, 4); };
   SimOptions o;
   o.link_bps = 8e9;
   // Rank 0 starts its next iteration once its message has left, so in the

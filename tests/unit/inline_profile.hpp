@@ -17,6 +17,19 @@ inline Profile inline_profile(const std::string& text) {
   return l.ok() ? std::move(*l.profile) : Profile{};
 }
 
+// Two ranks, one message: rank 0 computes for `compute` ("c"), sends `bytes`
+// ("s") to rank 1, which computes for 2 ms once it has it ("d").
+inline Profile one_message(const std::string& compute, const std::string& bytes, int iterations = 1) {
+  return inline_profile("version: 1\niterations: " + std::to_string(iterations) + R"(
+ranks: [{id: 0}, {id: 1}]
+flows: [{id: f, src: 0, dst: 1}]
+ops:
+  - {id: c, type: compute, rank: 0, duration: )" + compute + R"(}
+  - {id: s, type: send, flow: f, bytes: )" + bytes + R"(, after: [c]}
+  - {id: d, type: compute, rank: 1, duration: 2ms, after: [recv:s]}
+)");
+}
+
 // A profile of traffic_profiles/ by file name, loaded the same way.
 inline Profile bundled_profile(const std::string& name) {
   ProfileLoad l = load_profile_file(std::string(TW_SOURCE_DIR) + "/traffic_profiles/" + name);

@@ -9,6 +9,7 @@
 
 #include "tensorwire/capture/capture_setup.hpp"
 #include "tensorwire/capture/trace_report.hpp"
+#include "tensorwire/core/binary_file.hpp"
 #include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/util/temp_dir.hpp"
 #include "../support/trace_builders.hpp"
@@ -113,6 +114,34 @@ TEST(TraceReport, EverySessionFileOfADirectoryIsRead) {
     EXPECT_EQ(std::string(e.what()), d.path() + "/wire-any-h-8.pcap: listed in capture-h-8.json but missing");
   }
   EXPECT_EQ(capture_dir::session_files(d.path()).size(), 3U);
+}
+
+// A trace file cut short (half copied, a full disk) holds fewer events than its
+// description counted: the report says it is not complete, and how many are missing.
+TEST(TraceReport, ATraceCutShortIsNotComplete) {
+  const TempDir d("tw-trace-cut-test");
+  const auto header = binary_file::encode_header(trace::kMagic, trace::kVersion, sizeof(trace::Event));
+  std::ofstream twt(d.path() + "/trace-42.twt", std::ios::binary);
+  twt.write(reinterpret_cast<const char*>(header.data()), header.size());
+  for (int i = 0; i < 3; ++i) {
+    const trace::Event e = test::send(1, 10 * i, 10 * i + 5, 100 * i, 100);
+    twt.write(reinterpret_cast<const char*>(&e), sizeof e);
+  }
+  twt.close();
+  std::ofstream(d.path() + "/trace-42.json") << R"({"pid": 42, "final": true, "events_written": 8})";
+  std::vector<ProcessTrace> t = read_capture_dir(d.path());
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].event_count(), 3u);
+  EXPECT_EQ(t[0].events_missing, 5u);
+  std::ofstream(d.path() + "/trace-42.json") << R"({"pid": 42, "final": true, "events_written": 3})";
+  EXPECT_EQ(read_capture_dir(d.path())[0].events_missing, 0u);
+  std::ofstream(d.path() + "/trace-42.json") << R"({"pid": "42"})";
+  try {
+    read_capture_dir(d.path());
+    ADD_FAILURE() << "a pid that is a string";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), d.path() + "/trace-42.json: type must be number, but is string");
+  }
 }
 
 TEST(CaptureSetup, WireOptionNamesTheInterfaces) {

@@ -111,7 +111,8 @@ class PcapFile : public ::testing::Test {
  protected:
   std::string path = (std::filesystem::temp_directory_path() / ("tw-wire-test-" + std::to_string(::getpid()) + ".pcap")).string();
   void TearDown() override { std::filesystem::remove(path); }
-  void write(std::uint32_t magic, bool swapped, const std::vector<std::vector<std::uint8_t>>& frames, std::size_t cut = 0) {
+  void write(std::uint32_t magic, bool swapped, const std::vector<std::vector<std::uint8_t>>& frames, std::size_t cut = 0,
+             std::uint32_t linktype = 1) {
     std::vector<std::uint8_t> out;
     const auto u32 = [&](std::uint32_t v) {
       if (swapped) v = __builtin_bswap32(v);
@@ -128,7 +129,7 @@ class PcapFile : public ::testing::Test {
     u32(0);
     u32(0);
     u32(160);
-    u32(1);
+    u32(linktype);
     std::uint32_t i = 0;
     for (const auto& f : frames) {
       u32(100 + i);
@@ -172,6 +173,21 @@ TEST_F(PcapFile, CountsACutLastRecordAndRejectsOtherFiles) {
     EXPECT_EQ(std::string(e.what()).rfind(path + ": not a pcap file", 0), 0U) << e.what();
   }
   EXPECT_THROW(read_pcap(path + ".missing"), std::runtime_error);
+}
+
+// Frames of a link type no parser reads are an error naming the file and the
+// type, not a capture whose every frame is silently "other".
+TEST_F(PcapFile, AnUnknownLinkTypeIsRefused) {
+  write(0xa1b23c4d, false, {eth_v4(1, 2, 10, 0, kAck, 1000)}, 0, 147);
+  try {
+    read_pcap(path);
+    FAIL() << "accepted link type 147";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": link type 147 is not one tensorwire reads", 0), 0U) << e.what();
+  }
+  write(0xa1b23c4d, false, {}, 0, 147);  // no frames: nothing to misread
+  EXPECT_EQ(read_pcap(path).frames, 0U);
+  EXPECT_THROW(read_pcap("/dev/zero"), std::runtime_error);
 }
 
 // A connection 10.0.0.1:5000 -> 10.0.0.2:6000 built segment by segment.

@@ -1,6 +1,7 @@
 #include "tensorwire/view/diagnosis_input.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 
 #include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/analysis/sources.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/profile/build.hpp"
@@ -22,9 +24,9 @@ namespace {
 std::vector<std::string> run_hosts(const std::string& dir, std::size_t ranks) {
   std::vector<std::string> host(ranks), peer(ranks);
   {
-    std::ifstream in(run_dir::run_file(dir));
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (!j.is_discarded() && j.is_object() && j.contains("agents") && j["agents"].is_array()) {
+    const std::string run_file = run_dir::run_file(dir);
+    const nlohmann::json j = std::filesystem::exists(run_file) ? read_json_file(run_file) : nlohmann::json();
+    if (j.is_object() && j.contains("agents") && j["agents"].is_array()) {
       for (const auto& a : j["agents"]) {
         if (!a.is_object() || !a.contains("rank") || !a["rank"].is_number_unsigned()) continue;
         const auto r = a["rank"].get<std::uint64_t>();
@@ -40,9 +42,9 @@ std::vector<std::string> run_hosts(const std::string& dir, std::size_t ranks) {
   }
   for (std::size_t r = 0; r < ranks; ++r) {
     if (!host[r].empty()) continue;
-    std::ifstream in(run_dir::summary_file(dir, static_cast<RankId>(r)));
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (!j.is_discarded() && j.is_object() && j.contains("host") && j["host"].is_string()) host[r] = j["host"].get<std::string>();
+    if (!std::filesystem::exists(run_dir::summary_file(dir, static_cast<RankId>(r)))) continue;
+    const nlohmann::json j = run_dir::read_summary(dir, static_cast<RankId>(r));
+    if (j.contains("host") && j["host"].is_string()) host[r] = j["host"].get<std::string>();
   }
   const std::set<std::string> hosts(host.begin(), host.end()), peers(peer.begin(), peer.end());
   if (ranks > 1 && hosts.size() == 1 && peers.size() > 1 && !peers.count("")) return peer;

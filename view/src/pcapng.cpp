@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "tensorwire/core/capture_dir.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/trace.hpp"
 #include "tensorwire/core/units.hpp"
 #include "tensorwire/core/wire.hpp"
@@ -133,10 +134,9 @@ PcapngCounts write_pcapng(const std::vector<std::string>& dirs, std::ostream& ou
   std::uint32_t interface = 0;
   for (const std::string& dir : dirs) {
     for (const std::string& session : capture_dir::session_files(dir)) {
-      std::ifstream in(session);
-      const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+      const nlohmann::json j = read_json_file(session);
       if (!j.is_object() || !j.contains("wire") || !j["wire"].is_object() || !j["wire"].contains("files") || !j["wire"]["files"].is_array()) continue;
-      const std::string host = j.value("host", "");
+      const std::string host = json_string(j, "host", session);
       const Nanos host_shift = shift.count(host) ? shift.at(host) : 0;
       for (const auto& f : j["wire"]["files"]) {
         if (!f.is_string()) continue;

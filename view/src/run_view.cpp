@@ -188,12 +188,9 @@ View draw_schedule(const Profile& p, std::unordered_map<Key, Drawn, KeyHash>& op
 std::optional<std::pair<Nanos, Nanos>> run_span(const std::string& dir, std::size_t ranks) {
   Nanos lo = std::numeric_limits<Nanos>::max(), hi = std::numeric_limits<Nanos>::min();
   for (std::size_t r = 0; r < ranks; ++r) {
-    std::ifstream in(run_dir::summary_file(dir, static_cast<RankId>(r)));
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (!in || !j.is_object() || !j.contains("start_ns") || !j.contains("end_ns") || !j["start_ns"].is_number_integer() ||
-        !j["end_ns"].is_number_integer()) {
-      continue;
-    }
+    if (!std::filesystem::exists(run_dir::summary_file(dir, static_cast<RankId>(r)))) continue;
+    const nlohmann::json j = run_dir::read_summary(dir, static_cast<RankId>(r));
+    if (!j.contains("start_ns") || !j.contains("end_ns")) continue;
     lo = std::min(lo, j["start_ns"].get<Nanos>());
     hi = std::max(hi, j["end_ns"].get<Nanos>());
   }
@@ -286,9 +283,8 @@ View view_of_run(const std::string& dir, const Selection& sel, ViewCounts* count
   std::vector<std::string> hosts(p.ranks.size());
   nlohmann::json clocks = nlohmann::json::array();
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
-    std::ifstream in(run_dir::summary_file(dir, static_cast<RankId>(r)));
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (!in || !j.is_object()) continue;
+    if (!std::filesystem::exists(run_dir::summary_file(dir, static_cast<RankId>(r)))) continue;
+    const nlohmann::json j = run_dir::read_summary(dir, static_cast<RankId>(r));
     if (j.contains("host") && j["host"].is_string()) hosts[r] = j["host"].get<std::string>();
     if (j.contains("clock") && j["clock"].is_object()) {
       const nlohmann::json& c = j["clock"];

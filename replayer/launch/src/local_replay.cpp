@@ -51,19 +51,7 @@ class LoopbackListener {
 
 }  // namespace
 
-nlohmann::json read_agent_summary(const std::string& out_dir, RankId rank) {
-  const std::string path = run_dir::summary_file(out_dir, rank);
-  std::ifstream in(path);
-  if (!in) {
-    throw std::runtime_error(path + ": missing: the agent of rank " + std::to_string(rank) +
-                             " wrote no summary (is " + out_dir + " the --out directory of a replay?)");
-  }
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(path + ": not a valid summary: " + e.what());
-  }
-}
+nlohmann::json read_agent_summary(const std::string& out_dir, RankId rank) { return run_dir::read_summary(out_dir, rank); }
 
 LocalReplayResult read_run_summaries(const std::string& out_dir, std::size_t ranks) {
   LocalReplayResult r;

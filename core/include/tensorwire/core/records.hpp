@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "tensorwire/core/profile.hpp"
+
 namespace tw {
 
 enum class RecordKind : std::uint8_t {
@@ -203,6 +205,16 @@ inline constexpr std::uint32_t kRecordsVersion = 1;
 
 // Reads a records file; throws std::runtime_error naming the file on a bad header,
 // a truncated record, or a record of unknown kind.
+// Whether the records of rank `rank`'s file fit the profile and the file
+// itself: each names that rank, ops and flows that exist (a message's op a send
+// on that flow, of at most its size on the wire; a compute record's op a
+// compute), each op instance at most once per kind, and iterations the file can
+// hold (an iteration has its iteration record, so none beyond the number of
+// those, which the file's size bounds; records of an unfinished last one are
+// allowed). "" if they do, else "record N: reason". Readers that size arrays by
+// iteration, index by op or add up bytes rely on it.
+std::string check_records(const std::vector<Record>& records, std::uint32_t rank, const Profile& profile);
+
 std::vector<Record> read_records(const std::string& path);
 
 // Appends records to a file, header first. Remembers the first write error

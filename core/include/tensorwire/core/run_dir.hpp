@@ -2,6 +2,7 @@
 // agents and the controller write there and every reader looks for.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tensorwire/core/profile.hpp"
@@ -16,5 +17,11 @@ std::string profile_file(const std::string& dir);  // profile.yaml: the profile 
 std::string run_file(const std::string& dir);      // run.json: the controller's account of the run
 std::string compare_file(const std::string& dir);  // compare.json
 std::string logs_dir(const std::string& dir);      // logs/: each agent's output
+
+// The summary an agent wrote (rank-R.json), its fields checked before anyone
+// uses them: types, counts within the limits, `rank` R, and `iteration_times_ns`
+// pairs of times; std::runtime_error "dir/rank-R.json: reason" otherwise (and
+// "missing" when there is none).
+nlohmann::json read_summary(const std::string& dir, RankId rank);
 
 }  // namespace tw::run_dir

@@ -21,6 +21,7 @@ struct ProcessTrace {
   std::vector<std::string> cmdline;
   std::map<std::string, std::string> env;  // RANK, WORLD_SIZE, ... as the process had them
   bool final = false;  // the process exited through exit() or _exit() and flushed
+  std::uint64_t events_missing = 0;  // events the description says were written that the file lacks (cut short)
   std::uint64_t events_written = 0, events_dropped = 0, untracked = 0;
   std::string wire;
   std::vector<trace::Event> io;  // send, recv, connect, accept, close, shutdown

@@ -43,6 +43,8 @@ struct Segment {
 // Parses one captured frame of link type `linktype` (pcap LINKTYPE_ values:
 // 1 Ethernet, 113 Linux cooked v1, 276 v2, 101/228/229 raw IP). `wire_len` is the
 // frame's original length. nullopt for anything that is not a TCP segment.
+// Whether parse_frame reads frames of this link type at all.
+bool known_linktype(std::uint32_t linktype);
 std::optional<Segment> parse_frame(std::uint32_t linktype, const std::uint8_t* data, std::size_t caplen, std::size_t wire_len);
 
 struct PcapRead {

@@ -1,0 +1,65 @@
+// Opening the files tensorwire reads (profiles, sidecars, traces, records, run
+// and summary JSON), and the paths other files name: only regular files (never
+// a device, a FIFO or a directory, which read forever or block), at most a size
+// that is plainly a mistake beyond, and a path named inside a file is taken
+// relative to that file's directory. Every error names the file.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace tw {
+
+namespace limits {
+inline constexpr std::uint64_t kMaxJsonFile = 256ull << 20;      // run.json, rank-R.json, trace sidecars
+inline constexpr std::uint64_t kMaxProfileFile = 2ull << 30;     // a profile's YAML
+inline constexpr std::uint64_t kMaxDataFile = 64ull << 30;       // records, traces, sidecar CSV, pcap
+inline constexpr std::uint64_t kMaxChromeTrace = 4ull << 30;    // a profiler's Chrome trace (JSON, parsed whole)
+}  // namespace limits
+
+// "" if `path` is a regular file of at most `max_bytes` bytes (its size then in
+// *size), else why not: "cannot open: No such file or directory", "is a
+// directory", "is not a regular file", "is 3.1 GiB, more than the 2.0 GiB a
+// ... may be".
+std::string data_file_problem(const std::string& path, std::uint64_t max_bytes, std::uint64_t* size = nullptr);
+
+// The file opened for reading (binary), or std::runtime_error "path: reason".
+std::ifstream open_data_file(const std::string& path, std::uint64_t max_bytes, std::uint64_t* size = nullptr);
+
+// A JSON document from a file, or std::runtime_error "path: reason" (not a
+// regular file, too large, "not valid JSON: ..." with the byte where it broke).
+nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes = limits::kMaxJsonFile);
+
+// A path named inside the file `by` (a run's summary naming its profile): taken
+// relative to `by`'s directory unless absolute.
+std::string path_named_by(const std::string& by, const std::string& named);
+
+// Checked fields of a JSON object read from `file`; each throws
+// std::runtime_error "file: 'key' must be ..., not VALUE" when the field is of
+// the wrong type or out of range, and returns `fallback` when it is missing.
+std::uint64_t json_count(const nlohmann::json& j, std::string_view key, const std::string& file, std::uint64_t most,
+                         std::uint64_t fallback = 0);
+std::int64_t json_int(const nlohmann::json& j, std::string_view key, const std::string& file, std::int64_t fallback = 0);
+bool json_bool(const nlohmann::json& j, std::string_view key, const std::string& file, bool fallback = false);
+double json_number(const nlohmann::json& j, std::string_view key, const std::string& file, double fallback = 0);
+std::string json_string(const nlohmann::json& j, std::string_view key, const std::string& file, std::string fallback = "");
+
+// The text of a JSON library error without its "[json.exception.type_error.302] " tag.
+std::string json_error_text(const nlohmann::json::exception& e);
+
+// Runs f(); a JSON library error it throws (a field of the wrong type) becomes
+// std::runtime_error "file: reason", so that every such error names its file.
+template <typename F>
+decltype(auto) with_file(const std::string& file, F&& f) {
+  try {
+    return f();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(file + ": " + json_error_text(e));
+  }
+}
+
+}  // namespace tw

@@ -1,0 +1,116 @@
+#include "tensorwire/core/data_file.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "tensorwire/core/units.hpp"
+
+namespace tw {
+
+std::string data_file_problem(const std::string& path, std::uint64_t max_bytes, std::uint64_t* size) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::string("cannot open: ") + std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return "is a directory";
+  if (!S_ISREG(st.st_mode)) return "is not a regular file";
+  const auto bytes = static_cast<std::uint64_t>(st.st_size);
+  if (bytes > max_bytes) {
+    return "is " + human_bytes(static_cast<Bytes>(bytes)) + ", more than the " + human_bytes(static_cast<Bytes>(max_bytes)) +
+           " such a file may be";
+  }
+  if (size) *size = bytes;
+  return "";
+}
+
+std::ifstream open_data_file(const std::string& path, std::uint64_t max_bytes, std::uint64_t* size) {
+  const std::string bad = data_file_problem(path, max_bytes, size);
+  if (!bad.empty()) throw std::runtime_error(path + ": " + bad);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  return in;
+}
+
+nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes) {
+  std::ifstream in = open_data_file(path, max_bytes);
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::runtime_error(path + ": not valid JSON: " + json_error_text(e));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+}
+
+std::string json_error_text(const nlohmann::json::exception& e) {
+  const std::string what = e.what();
+  const auto at = what.find("] ");
+  return what.starts_with("[json.exception.") && at != std::string::npos ? what.substr(at + 2) : what;
+}
+
+std::string path_named_by(const std::string& by, const std::string& named) {
+  const std::filesystem::path p(named);
+  if (p.is_absolute()) return named;
+  const std::filesystem::path dir = std::filesystem::path(by).parent_path();
+  return dir.empty() ? named : (dir / p).string();
+}
+
+namespace {
+
+const nlohmann::json* field(const nlohmann::json& j, std::string_view key) {
+  if (!j.is_object()) return nullptr;
+  const auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+[[noreturn]] void wrong(const std::string& file, std::string_view key, const std::string& must, const nlohmann::json& v) {
+  std::string shown = v.dump();
+  if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+  throw std::runtime_error(file + ": '" + std::string(key) + "' must be " + must + ", not " + shown);
+}
+
+}  // namespace
+
+std::uint64_t json_count(const nlohmann::json& j, std::string_view key, const std::string& file, std::uint64_t most,
+                         std::uint64_t fallback) {
+  const nlohmann::json* v = field(j, key);
+  if (!v) return fallback;
+  if (!v->is_number_unsigned() || v->get<std::uint64_t>() > most) {
+    wrong(file, key, "a whole number from 0 to " + std::to_string(most), *v);
+  }
+  return v->get<std::uint64_t>();
+}
+
+std::int64_t json_int(const nlohmann::json& j, std::string_view key, const std::string& file, std::int64_t fallback) {
+  const nlohmann::json* v = field(j, key);
+  if (!v) return fallback;
+  if (!v->is_number_integer() || (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))) {
+    wrong(file, key, "a whole number", *v);
+  }
+  return v->get<std::int64_t>();
+}
+
+bool json_bool(const nlohmann::json& j, std::string_view key, const std::string& file, bool fallback) {
+  const nlohmann::json* v = field(j, key);
+  if (!v) return fallback;
+  if (!v->is_boolean()) wrong(file, key, "true or false", *v);
+  return v->get<bool>();
+}
+
+double json_number(const nlohmann::json& j, std::string_view key, const std::string& file, double fallback) {
+  const nlohmann::json* v = field(j, key);
+  if (!v) return fallback;
+  if (!v->is_number()) wrong(file, key, "a number", *v);
+  return v->get<double>();
+}
+
+std::string json_string(const nlohmann::json& j, std::string_view key, const std::string& file, std::string fallback) {
+  const nlohmann::json* v = field(j, key);
+  if (!v) return fallback;
+  if (!v->is_string()) wrong(file, key, "a string", *v);
+  return v->get<std::string>();
+}
+
+}  // namespace tw

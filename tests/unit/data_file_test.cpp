@@ -1,0 +1,125 @@
+// Files as a hostile user hands them over: devices, FIFOs, directories and huge
+// files refused before reading; JSON fields of the wrong type or out of range
+// named with their file; records whose counts or indices do not fit the profile
+// or the file refused before anyone sizes an array by them.
+#include "tensorwire/core/data_file.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "inline_profile.hpp"
+#include "tensorwire/core/records.hpp"
+#include "tensorwire/core/run_dir.hpp"
+#include "tensorwire/util/temp_dir.hpp"
+
+namespace tw {
+namespace {
+
+std::string thrown(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DataFile, OnlyRegularFilesOfASaneSize) {
+  TempDir d("tw-data-file");
+  const std::string fifo = d.path() + "/fifo", small = d.path() + "/small.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(small) << R"({"a": 1})";
+  EXPECT_EQ(data_file_problem("/dev/zero", 1 << 20), "is not a regular file");
+  EXPECT_EQ(data_file_problem(fifo, 1 << 20), "is not a regular file");  // and no open: it would block
+  EXPECT_EQ(data_file_problem(d.path(), 1 << 20), "is a directory");
+  EXPECT_EQ(data_file_problem(d.path() + "/none", 1 << 20), "cannot open: No such file or directory");
+  std::uint64_t size = 0;
+  EXPECT_EQ(data_file_problem(small, 1 << 20, &size), "");
+  EXPECT_EQ(size, 8u);
+  EXPECT_EQ(data_file_problem(small, 4), "is 8 B, more than the 4 B such a file may be");
+  EXPECT_EQ(thrown([&] { read_json_file("/dev/zero"); }), "/dev/zero: is not a regular file");
+  EXPECT_EQ(read_json_file(small)["a"], 1);
+  std::ofstream(small) << R"({"a": )";
+  EXPECT_TRUE(thrown([&] { read_json_file(small); }).starts_with(small + ": not valid JSON: "));
+}
+
+TEST(DataFile, FieldsAreCheckedAndNameTheirFile) {
+  const auto j = nlohmann::json::parse(R"({"n": -1, "big": 4000000000, "s": "x", "b": 1, "ok": 7})");
+  EXPECT_EQ(thrown([&] { json_count(j, "n", "f.json", 100); }), "f.json: 'n' must be a whole number from 0 to 100, not -1");
+  EXPECT_EQ(thrown([&] { json_count(j, "big", "f.json", 10'000'000); }),
+            "f.json: 'big' must be a whole number from 0 to 10000000, not 4000000000");
+  EXPECT_EQ(thrown([&] { json_count(j, "s", "f.json", 100); }), "f.json: 's' must be a whole number from 0 to 100, not \"x\"");
+  EXPECT_EQ(thrown([&] { json_bool(j, "b", "f.json"); }), "f.json: 'b' must be true or false, not 1");
+  EXPECT_EQ(thrown([&] { json_string(j, "ok", "f.json"); }), "f.json: 'ok' must be a string, not 7");
+  EXPECT_EQ(json_count(j, "ok", "f.json", 100), 7u);
+  EXPECT_EQ(json_count(j, "missing", "f.json", 100, 3), 3u);
+  EXPECT_EQ(thrown([&] { with_file("g.json", [&] { return j["s"].get<int>(); }); }), "g.json: type must be number, but is string");
+  EXPECT_EQ(path_named_by("runs/a/rank-0.json", "p.yaml"), "runs/a/p.yaml");
+  EXPECT_EQ(path_named_by("runs/a/rank-0.json", "/abs/p.yaml"), "/abs/p.yaml");
+}
+
+TEST(DataFile, ASummaryIsCheckedBeforeUse) {
+  TempDir d("tw-summary");
+  const auto write = [&](const std::string& text) { std::ofstream(run_dir::summary_file(d.path(), 0)) << text; };
+  const std::string file = run_dir::summary_file(d.path(), 0);
+  EXPECT_TRUE(thrown([&] { run_dir::read_summary(d.path(), 0); }).find("missing") != std::string::npos);
+  write(R"({"rank": 0, "iterations": 3, "finished": true, "iteration_times_ns": [[1, 2]], "counters": {"bytes_received": 5}})");
+  EXPECT_EQ(run_dir::read_summary(d.path(), 0)["iterations"], 3);
+  write(R"({"iterations": -1})");
+  EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }), file + ": 'iterations' must be a whole number from 0 to 10000000, not -1");
+  write(R"({"rank": 2})");
+  EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }), file + ": names rank 2, but is the file of rank 0");
+  write(R"({"iteration_times_ns": [[1, "a"]]})");
+  EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }), file + ": 'iteration_times_ns' entry 0 must be [start, end] in ns");
+  write(R"({"counters": {"bytes_received": -5}})");
+  EXPECT_TRUE(thrown([&] { run_dir::read_summary(d.path(), 0); }).starts_with(file + ": counters: 'bytes_received' must be"));
+  write(R"({"clock": {"bound_ns": "x"}})");
+  EXPECT_TRUE(thrown([&] { run_dir::read_summary(d.path(), 0); }).starts_with(file + ": clock: 'bound_ns' must be"));
+  write("[1, 2]");
+  EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }), file + ": not a summary: a JSON object expected");
+}
+
+std::vector<Record> one_iteration() {
+  ComputeRecord c;
+  c.op = 0;
+  SendRecord s;
+  s.op = 1;
+  s.bytes = 1000;
+  IterationRecord it;
+  return {c, s, it};
+}
+
+TEST(Records, RecordsThatDoNotFitTheProfileOrTheFileAreRefused) {
+  const Profile p = test::one_message("1ms", "1000");
+  std::vector<Record> r = one_iteration();
+  EXPECT_EQ(check_records(r, 0, p), "");
+  EXPECT_EQ(check_records(r, 1, p), "record 0: names rank 0 in the file of rank 1");
+  // Records of an unfinished next iteration are allowed, not beyond it.
+  r.push_back(ComputeRecord{.op = 0, .iteration = 1});
+  EXPECT_EQ(check_records(r, 0, p), "");
+  r.back().update<ComputeRecord>([](ComputeRecord& x) { x.iteration = 3'000'000; });
+  EXPECT_EQ(check_records(r, 0, p), "record 3: iteration 3000000, but the file holds 1 iteration(s)");
+  // One iteration's records with one change.
+  const auto changed = [&](auto change) {
+    std::vector<Record> x = one_iteration();
+    change(x);
+    return check_records(x, 0, p);
+  };
+  const auto send = [](auto f) { return [f](std::vector<Record>& x) { x[1].update<SendRecord>(f); }; };
+  EXPECT_EQ(changed([](std::vector<Record>& x) { x[2].update<IterationRecord>([](IterationRecord& y) { y.iteration = 0xffffffff; }); }),
+            "record 2: iteration 4294967295, but the file holds 1 iteration(s)");
+  EXPECT_EQ(changed(send([](SendRecord& y) { y.op = 7; })), "record 1: op 7, but the profile has 3");
+  EXPECT_EQ(changed(send([](SendRecord& y) { y.flow = 9; })), "record 1: flow 9, but the profile has 1");
+  EXPECT_EQ(changed(send([](SendRecord& y) { y.op = 0; })), "record 1: a message of op c, which is no send on flow f");
+  EXPECT_EQ(changed([](std::vector<Record>& x) { x[0].update<ComputeRecord>([](ComputeRecord& y) { y.op = 1; }); }),
+            "record 0: a compute record of op s, which is no compute op");
+  EXPECT_EQ(changed(send([](SendRecord& y) { y.bytes = ~std::uint64_t{0} - 7; })),
+            "record 1: 18446744073709551608 bytes of op s, which sends 1000");
+  EXPECT_EQ(changed([](std::vector<Record>& x) { x.insert(x.begin() + 2, x[1]); }), "record 2: a second record of op s in iteration 0");
+}
+
+}  // namespace
+}  // namespace tw
