@@ -19,8 +19,10 @@
 #      replay_tests): the replay tests and the controller test, the code with threads
 #      (agent io and recorder threads, the control client and its agent thread);
 #      tests/tsan.supp lists each suppression and why it is not our bug.
-#   5. fuzz: build-fuzz/ (clang, libFuzzer): the profile loader and the frame decoder
-#      for TW_FUZZ_SECONDS (default 60).
+#   5. fuzz: build-fuzz/ (clang, libFuzzer): the profile loader, the frame and
+#      framing decoders, run directories (summary and records), capture directories
+#      (trace, pcap, Chrome trace) and the control messages, for TW_FUZZ_SECONDS
+#      (default 60) in all, each seeded from tests/fuzz/corpus/NAME/.
 # Debug -O1 for the sanitizer builds: -O0 runs the PyTorch and controller tests too
 # slowly. Integration tests run one at a time (they share loopback with the capture's
 # wire tap, and their timeouts); unit tests run TW_JOBS (default 2) at a time. Every
@@ -164,18 +166,20 @@ else
   fail "ThreadSanitizer build"
 fi
 
-stage fuzz "fuzzing the profile loader, the frame decoder and the framing decoders for ${fuzz_seconds}s"
+stage fuzz "fuzzing the profile loader, the frame and framing decoders, run directories, captures and control messages for ${fuzz_seconds}s"
 if CXX=clang++ build build-fuzz all -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTW_FUZZ=ON -DTW_ONLY_PURE=ON -DTW_TESTS=OFF \
   -DTW_BENCH=OFF "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"; then
   # name, share of the time, dictionary
-  for spec in "profile_fuzz 2 -dict=tests/fuzz/profile.dict" "frame_fuzz 1" "framing_fuzz 1"; do
+  for spec in "profile_fuzz 2 -dict=tests/fuzz/profile.dict" "frame_fuzz 1" "framing_fuzz 1" "run_dir_fuzz 1" "capture_fuzz 1" \
+    "control_fuzz 1"; do
     set -- $spec
     name=$1
-    seconds=$((fuzz_seconds * $2 / 4))
+    seconds=$((fuzz_seconds * $2 / 7))
     [ "$seconds" -ge 1 ] || seconds=1
     shift 2
     corpus=$(mktemp -d)
-    [ "$name" = profile_fuzz ] && cp tests/fuzz/corpus/* "$corpus/"
+    # Seeds from real files (tests/fuzz/corpus/NAME/), where the target has them.
+    [ -d "tests/fuzz/corpus/${name%_fuzz}" ] && cp "tests/fuzz/corpus/${name%_fuzz}"/* "$corpus/"
     if timeout $((seconds + 120)) "build-fuzz/tests/fuzz/$name" -max_total_time="$seconds" -max_len=16384 -timeout=10 \
       -rss_limit_mb=2048 "$@" -artifact_prefix="$root/build-fuzz/$name-" "$corpus" > "build-fuzz/$name.log" 2>&1; then
       passed=$((passed + 1))

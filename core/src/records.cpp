@@ -38,6 +38,58 @@ std::vector<Record> read_records(const std::string& path) {
   return out;
 }
 
+namespace {
+
+// A time is -1 (not measured) or within [0, 2^62) ns (146 years): any two then
+// subtract and add without overflow. Durations (TCP_INFO) are never negative.
+std::string bad_time(const Record& r) {
+  constexpr std::int64_t kMost = std::int64_t{1} << 62;
+  std::string bad;
+  const auto time = [&](const char* name, std::int64_t t) {
+    if (bad.empty() && t != -1 && (t < 0 || t >= kMost)) bad = std::string(name) + " " + std::to_string(t) + " is no time";
+  };
+  const auto duration = [&](const char* name, std::int64_t t) {
+    if (bad.empty() && (t < 0 || t >= kMost)) bad = std::string(name) + " " + std::to_string(t) + " is no duration";
+  };
+  switch (r.kind()) {
+    case RecordKind::send: {
+      const auto x = r.as<SendRecord>();
+      time("planned", x.planned), time("ready", x.ready), time("sent_app", x.sent_app);
+      break;
+    }
+    case RecordKind::receive: {
+      const auto x = r.as<ReceiveRecord>();
+      time("recv_first", x.recv_first), time("recv_last", x.recv_last), time("delivered", x.delivered);
+      break;
+    }
+    case RecordKind::compute: {
+      const auto x = r.as<ComputeRecord>();
+      time("planned", x.planned), time("start", x.start), time("end", x.end);
+      break;
+    }
+    case RecordKind::iteration: {
+      const auto x = r.as<IterationRecord>();
+      time("start", x.start), time("end", x.end);
+      break;
+    }
+    case RecordKind::tx_timestamps: {
+      const auto x = r.as<TxTimestampsRecord>();
+      time("sched_first", x.sched_first), time("wire_first", x.wire_first), time("wire_last", x.wire_last);
+      time("acked", x.acked), time("sched_last", x.sched_last);
+      break;
+    }
+    case RecordKind::tcp_info: {
+      const auto x = r.as<TcpInfoRecord>();
+      time("at", x.at), duration("sndbuf_limited_ns", x.sndbuf_limited_ns), duration("rtt_ns", x.rtt_ns);
+      duration("rttvar_ns", x.rttvar_ns), duration("busy_ns", x.busy_ns), duration("rwnd_limited_ns", x.rwnd_limited_ns);
+      break;
+    }
+  }
+  return bad;
+}
+
+}  // namespace
+
 std::string check_records(const std::vector<Record>& records, std::uint32_t rank, const Profile& profile) {
   const std::size_t ops = profile.ops.size(), flows = profile.flows.size();
   std::uint64_t finished = 0;
@@ -63,6 +115,7 @@ std::string check_records(const std::vector<Record>& records, std::uint32_t rank
       case RecordKind::tcp_info: flow = r.as<TcpInfoRecord>().flow; break;
       default: break;
     }
+    if (const std::string bad = bad_time(r); !bad.empty()) return at + bad;
     if (op && *op >= ops) return at + "op " + std::to_string(*op) + ", but the profile has " + std::to_string(ops);
     if (flow && *flow >= flows) return at + "flow " + std::to_string(*flow) + ", but the profile has " + std::to_string(flows);
     const std::uint64_t most = r.is(RecordKind::iteration) ? finished : finished + 1;

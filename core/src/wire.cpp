@@ -132,7 +132,8 @@ std::optional<Segment> parse_frame(std::uint32_t linktype, const std::uint8_t* d
 }
 
 PcapInfo for_each_frame(const std::string& path, const std::function<void(const RawFrame&)>& f) {
-  std::ifstream in = open_data_file(path, limits::kMaxDataFile);
+  std::uint64_t file_size = 0;
+  std::ifstream in = open_data_file(path, limits::kMaxDataFile, &file_size);
   std::uint8_t gh[24];
   in.read(reinterpret_cast<char*>(gh), sizeof gh);
   if (in.gcount() != 24) throw std::runtime_error(path + ": not a pcap file (shorter than its header)");
@@ -165,8 +166,16 @@ PcapInfo for_each_frame(const std::string& path, const std::function<void(const 
       break;
     }
     const std::uint32_t incl = u32(rh + 8), orig = u32(rh + 12);
-    if (incl > std::max<std::uint32_t>(snaplen, 262144)) {
+    // At most the file's snapshot length (libpcap's largest is 256 KiB; a forged
+    // header's is held to 16 MiB), and never more than the file has left: a record
+    // claiming more is a cut one, read without allocating what it claims.
+    if (incl > std::max<std::uint32_t>(std::min<std::uint32_t>(snaplen, 1u << 24), 262144)) {
       throw std::runtime_error(path + ": record " + std::to_string(frames + 1) + " claims " + std::to_string(incl) + " bytes");
+    }
+    const auto at = static_cast<std::uint64_t>(in.tellg());
+    if (incl > file_size - std::min(at, file_size)) {
+      info.truncated = true;
+      break;
     }
     buf.resize(incl);
     in.read(reinterpret_cast<char*>(buf.data()), incl);

@@ -146,38 +146,6 @@ assert op == 1, op
 print(json.loads(buf[at:at + ln])["type"])
 PY
 
-# A flood of idle connections: N held open to HOST:PORT for SECONDS, each one the
-# peer closes opened again (at most every 0.2 s); prints how many were opened.
-cat > flood.py <<'PY'
-import selectors, socket, sys, time
-host, port, n, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-sel = selectors.DefaultSelector()
-opened = 0
-def open_one():
-    global opened
-    try:
-        s = socket.create_connection((host, port), timeout=1)
-    except OSError:
-        return
-    s.setblocking(False)
-    sel.register(s, selectors.EVENT_READ)
-    opened += 1
-end = time.monotonic() + seconds
-while time.monotonic() < end:
-    for _ in range(n - len(sel.get_map())):
-        open_one()
-    for key, _ in sel.select(timeout=0.2):
-        try:
-            data = key.fileobj.recv(4096)
-        except OSError:
-            data = b""
-        if not data:
-            sel.unregister(key.fileobj)
-            key.fileobj.close()
-    time.sleep(0.2)
-print(opened)
-PY
-
 token_and_api() {
   local p tok=right-token
   take_port
@@ -261,7 +229,7 @@ flood_at_fd_limit() {
     > rfl.txt 2> rfl.err &
   local ctl=$!
   sleep 0.3
-  $PY flood.py 127.0.0.1 $p 400 4 > flood-ctl.txt &
+  $PY "$SRC/tests/integration/flood.py" 127.0.0.1 $p 400 4 > flood-ctl.txt &
   local fl=$!
   sleep 1
   (ulimit -n 200 && TW_TOKEN=$tok exec "$TW" agent --controller 127.0.0.1:$p --quiet) 2> rfl-a1.err &
@@ -287,7 +255,7 @@ flood_at_fd_limit() {
   (ulimit -n 200 && exec "$TW" agent --rank 1 --profile flood2.yaml --roster flood-roster.yaml --out rfd1) 2> rfd1.err &
   local r1=$!
   sleep 0.3
-  $PY flood.py 127.0.0.1 $q 400 3 > flood-data.txt &
+  $PY "$SRC/tests/integration/flood.py" 127.0.0.1 $q 400 3 > flood-data.txt &
   fl=$!
   sleep 1
   (ulimit -n 200 && exec "$TW" agent --rank 0 --profile flood2.yaml --roster flood-roster.yaml --out rfd0) 2> rfd0.err || rc=1

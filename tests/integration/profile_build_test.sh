@@ -208,7 +208,7 @@ data = open("forged/rank-1.twr", "rb").read()
 # the unfinished iteration after the last (a record of it is allowed; a second record of an op instance is not)
 n = sum(1 for i in range(16, len(data), 64) if data[i] == 4)
 with open("forged/rank-1.twr", "ab") as f:  # a compute record (kind 3) of rank 1 ending at the end of time
-    f.write(struct.pack("<BBHIIIQqqq16x", 3, 0, 1, 0, n, 0, 0, -1, 1000, 2**63 - 1))'
+    f.write(struct.pack("<BBHIIIQqqq16x", 3, 0, 1, 0, n, 0, 0, -1, 1000, 2**62 - 1))'
   ! "$TW" view forged --against ps-run -o x.pftrace 2> e4 && [ "$(wc -l < e4)" = 1 ] && grep -q 'rank-1.twr: record .* outside the run' e4 ||
     { cat e4; return 1; }
   ! "$TW" view ps-run --ranks 9 -o x.pftrace 2> e5 && grep -q 'rank 9' e5 || { cat e5; return 1; }

@@ -119,6 +119,10 @@ TEST(Records, RecordsThatDoNotFitTheProfileOrTheFileAreRefused) {
   EXPECT_EQ(changed(send([](SendRecord& y) { y.bytes = ~std::uint64_t{0} - 7; })),
             "record 1: 18446744073709551608 bytes of op s, which sends 1000");
   EXPECT_EQ(changed([](std::vector<Record>& x) { x.insert(x.begin() + 2, x[1]); }), "record 2: a second record of op s in iteration 0");
+  // Found by run_dir_fuzz: times far apart overflowed the timeline's differences.
+  EXPECT_EQ(changed([](std::vector<Record>& x) { x[2].update<IterationRecord>([](IterationRecord& y) { y.start = -1'799'999'973'566'069'133; }); }),
+            "record 2: start -1799999973566069133 is no time");
+  EXPECT_EQ(changed(send([](SendRecord& y) { y.ready = std::int64_t{1} << 62; })), "record 1: ready 4611686018427387904 is no time");
 }
 
 }  // namespace

@@ -190,6 +190,26 @@ TEST_F(PcapFile, AnUnknownLinkTypeIsRefused) {
   EXPECT_THROW(read_pcap("/dev/zero"), std::runtime_error);
 }
 
+// Found by capture_fuzz: a header with a huge snapshot length and a record that
+// claims 1.8 GB made the reader allocate all of it. A record claiming more than
+// the file has left is a cut one now; one beyond any snapshot length is refused.
+TEST_F(PcapFile, ARecordClaimingMoreThanTheFileIsACutOne) {
+  std::string b(24 + 16 + 8, '\0');
+  const auto u32 = [&b](std::size_t at, std::uint32_t v) { std::memcpy(b.data() + at, &v, 4); };
+  u32(0, 0xa1b2c3d4);
+  u32(16, 0xffffffff);  // snaplen
+  u32(20, 1);
+  u32(24 + 8, 1'869'835'877);  // included length
+  u32(24 + 12, 1'869'835'877);
+  std::ofstream(path, std::ios::binary) << b;
+  EXPECT_THROW(read_pcap(path), std::runtime_error);  // beyond any snapshot length (16 MiB at most)
+  u32(24 + 8, 1'000'000);  // within it, but the file has 8 bytes left
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << b;
+  const PcapRead r = read_pcap(path);
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.frames, 0U);
+}
+
 // A connection 10.0.0.1:5000 -> 10.0.0.2:6000 built segment by segment.
 struct Flow {
   FlowKey key = [] {

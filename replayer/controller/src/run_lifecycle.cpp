@@ -114,6 +114,10 @@ class RunLifecycle final : public Session::Handler {
         ctx_.stop();
       }
     }
+    if (admission_.refused() > 0) {
+      line_.log("controller: refused " + std::to_string(admission_.refused()) +
+                " connection(s) in all, over the caps on unauthenticated connections");
+    }
     launcher_.stop(2 * kSecond);
     // Every agent's end leaves a line: those that did not exit cleanly after the
     // run (killed by a signal, or by the stop after its grace) are named here.
