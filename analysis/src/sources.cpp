@@ -171,7 +171,7 @@ CompareResult compare_with_profile(const Profile& original, const LoadedRun& rep
       "the timing model simulates the profile with each rank's link at the rate its messages achieved together while in flight "
       "(on loopback a rank has no link of its own: the rate is its flows' aggregate, and the model shares it among them)";
   if (rs.open_loop && !open_plan) r.note += "; the run was open loop, but its plan is not in its directory: the model runs closed loop";
-  r.note += "; the lower bound takes the fastest rates the replay reached instead, so no iteration of it can beat the bound";
+  r.note += "; the lower bound takes the fastest rates the replay reached instead, so the run as a whole (its mean iteration) cannot beat the bound; a single job-wide iteration can, after a late one, as the ranks already started it";
   return r;
 }
 

@@ -487,7 +487,7 @@ bad_traces() {
   [ $? -eq 1 ] && echo "$out" | grep -q 'bad1/trace-1.twt: not a tensorwire trace' || { echo "$out"; return 1; }
   echo 'not json' > bad2/trace-2.json
   out=$("$TW" trace show bad2 2>&1)
-  [ $? -eq 1 ] && echo "$out" | grep -q 'bad2/trace-2.json: not a trace description' || { echo "$out"; return 1; }
+  [ $? -eq 1 ] && echo "$out" | grep -q 'bad2/trace-2.json: not valid JSON' || { echo "$out"; return 1; }
   out=$("$TW" trace show bad3 2>&1)
   [ $? -eq 1 ] && echo "$out" | grep -q 'no traces' || { echo "$out"; return 1; }
   # A process killed mid-write leaves a partial last event: dropped and counted, not fatal.
