@@ -38,6 +38,7 @@ struct AgentArgs {
   bool token_stdin = false;
   std::optional<RankId> rank_hint;
   std::string data_host;
+  std::string host_name;
   double join_timeout_s = 30;
   ReplayOptions replay;
 };
@@ -66,6 +67,7 @@ int run_controlled(const AgentArgs& a) {
   }
   o.rank_hint = a.rank_hint;
   o.data_host = a.data_host;
+  o.host_name = a.host_name;
   o.out_dir = a.out;
   o.join_timeout = seconds_option(a.join_timeout_s, "--join-timeout");
   o.watch_stdin = a.token_stdin;
@@ -195,6 +197,9 @@ void add_agent_commands(CLI::App& app, Action& action) {
   s->add_option("--controller", agent->controller, "HOST:PORT of a controller to take the run from");
   s->add_flag("--token-stdin", agent->token_stdin, "Read the token from the first line of stdin; exit when stdin closes");
   s->add_option("--rank-hint", agent->rank_hint, "The rank the launcher meant for this agent (with --controller)");
+  s->add_option("--host-name", agent->host_name,
+                 "What this agent calls its host in the controller's messages (default: the host name; a testbed gives its "
+                 "namespace)");
   s->add_option("--data-host", agent->data_host,
                 "Address to accept data flows on (default: the one that reaches the controller)");
   s->add_option("--join-timeout", agent->join_timeout_s, "Seconds to keep trying to reach the controller")->capture_default_str();

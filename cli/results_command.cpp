@@ -56,7 +56,8 @@ int run_check_command(const std::string& dir, std::string profile_path) {
 
 int rates_command(const std::string& dir, bool json) {
   const Profile p = load_profile_or_throw(run_profile_path(dir));
-  const ReceiveRates rates = receive_rates(p, load_run_records(dir, p));
+  const KeptRecords kept = load_kept_run_records(dir, p);
+  const ReceiveRates rates = receive_rates(p, kept.ranks);
   const auto row = [](const ReceiveRate& r) {
     return nlohmann::json{{"messages", r.messages},         {"bytes", r.bytes},
                           {"first_ns", r.first},            {"last_ns", r.last},
@@ -75,6 +76,10 @@ int rates_command(const std::string& dir, bool json) {
       nlohmann::json x = row(rates.ranks[r]);
       x["rank"] = r;
       j["ranks"].push_back(std::move(x));
+    }
+    if (!kept.failure.empty()) {
+      j["failure"] = kept.failure;
+      j["missing_ranks"] = kept.missing;
     }
     fmt::print("{}\n", j.dump(2));
     return 0;
@@ -95,6 +100,11 @@ int rates_command(const std::string& dir, bool json) {
   }
   fmt::print("received per flow:\n{}\nreceived per rank (all its flows):\n{}", t.str(), k.str());
   fmt::print("rates: bytes delivered from the first byte of the first message to the last byte of the last one\n");
+  if (!kept.failure.empty()) {
+    fmt::print("the run failed ({}): these are the rates until then", kept.failure);
+    for (const RankId r : kept.missing) fmt::print("; rank {} sent no records", r);
+    fmt::print("\n");
+  }
   return 0;
 }
 

@@ -25,6 +25,7 @@
 #include "tensorwire/launch/testbed_lease.hpp"
 #include "tensorwire/launch/time_scale.hpp"
 #include "tensorwire/util/self_exe.hpp"
+#include "tensorwire/util/temp_dir.hpp"
 
 namespace tw::cli {
 namespace {
@@ -118,7 +119,7 @@ int run_command(const RunArgs& a) {
   std::string token_file;  // --expect: where the agents' operator finds the token
   std::optional<TestbedLease> testbed;
   if (a.testbed > 0) {
-    testbed.emplace(make_testbed_spec(a.testbed_name, a.testbed, a.rate, a.pairs), a.keep);
+    testbed.emplace(make_testbed_spec(a.testbed_name, a.testbed, a.rate, a.pairs), a.keep, self_exe());
     const TestbedSpec& spec = testbed->spec();
     o.listen = spec.bridge_address() + ":0";
     auto tl = std::make_unique<TestbedLauncher>(spec, ranks, self_exe(), log_dir, agent_args);
@@ -176,6 +177,9 @@ int run_command(const RunArgs& a) {
     }
   } remove_url{url_file}, remove_token{token_file};
   const RunOutcome out = run_controller(p, o, *launcher);
+  // An agent killed here (by a signal, an OOM killer) could not remove its working
+  // directory; the agents started on this machine are all gone by now.
+  if (a.local > 0 || a.testbed > 0) remove_stale_temp_dirs(temp_parent(), "tensorwire-agent");
 
   std::vector<Nanos> times;  // at the original's speed
   for (const auto& [b, e] : out.iterations) times.push_back(scale.scale_back(e - b));

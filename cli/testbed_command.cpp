@@ -1,5 +1,9 @@
 // `tensorwire testbed up|status|down`: hosts as network namespaces.
 #include <fmt/core.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -7,6 +11,7 @@
 #include "command.hpp"
 #include "tensorwire/core/text_table.hpp"
 #include "tensorwire/launch/testbed.hpp"
+#include "tensorwire/util/temp_dir.hpp"
 
 namespace tw::cli {
 namespace {
@@ -17,6 +22,7 @@ struct TestbedArgs {
   std::string rate;
   std::vector<std::string> pairs;
   bool json = false;
+  bool when_stdin_closes = false;
 };
 
 TestbedSpec spec_from(const TestbedArgs& a) { return make_testbed_spec(a.name, a.hosts, a.rate, a.pairs); }
@@ -78,9 +84,33 @@ int status(const TestbedArgs& a) {
   return 0;
 }
 
+// The guard of a run's testbed (TestbedLease): in a session of its own and deaf
+// to the terminal, it waits for its stdin (a pipe from the run) to close; the run
+// kills it first when it ends normally, so end-of-file means the run died.
+void wait_for_stdin_to_close() {
+  ::setsid();
+  for (const int sig : {SIGINT, SIGHUP, SIGTERM, SIGQUIT, SIGPIPE}) std::signal(sig, SIG_IGN);
+  char buf[256];
+  for (;;) {
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n == 0 || (n < 0 && errno != EINTR)) return;
+  }
+}
+
 int down(const TestbedArgs& a) {
+  check_testbed_name(a.name);
+  if (a.when_stdin_closes) {
+    wait_for_stdin_to_close();
+    const auto removed = testbed_down(a.name);
+    remove_stale_temp_dirs(temp_parent(), "tensorwire-agent");
+    if (!removed.empty()) {
+      fmt::print(stderr, "tensorwire testbed: the run that brought testbed {} up is gone; removed {} namespaces, links and processes\n",
+                 a.name, removed.size());
+    }
+    return 0;
+  }
   const auto removed = testbed_down(a.name);
-  fmt::print("testbed {}: {}\n", a.name, removed.empty() ? std::string("nothing to remove") : "removed " + std::to_string(removed.size()) + " namespaces and links");
+  fmt::print("testbed {}: {}\n", a.name, removed.empty() ? std::string("nothing to remove") : "removed " + std::to_string(removed.size()) + " namespaces, links and processes");
   return 0;
 }
 
@@ -106,6 +136,8 @@ void add_testbed_command(CLI::App& app, Action& action) {
   s->callback([&action, a] { action = [a] { return status(*a); }; });
   CLI::App* d = t->add_subcommand("down", "Remove the testbed (idempotent; also leftovers of a crash)");
   d->add_option("--name", a->name, "Testbed name")->capture_default_str();
+  // The guard a run starts for a testbed it brought up (TestbedLease): not for users.
+  d->add_flag("--when-stdin-closes", a->when_stdin_closes, "Wait until stdin closes, then remove the testbed")->group("");
   d->callback([&action, a] { action = [a] { return down(*a); }; });
 }
 

@@ -30,17 +30,45 @@ std::string run_profile_path(const std::string& dir) {
   return path_named_by(summary, named);
 }
 
-std::vector<std::vector<Record>> load_run_records(const std::string& dir, const Profile& profile) {
-  std::vector<std::vector<Record>> ranks;
+namespace {
+
+// run.json's error: what failed the run ("" when it did not, or says nothing).
+std::string run_failure(const std::string& dir) {
+  const std::string file = run_dir::run_file(dir);
+  if (!fs::exists(file)) return "";
+  const nlohmann::json j = read_json_file(file);
+  return json_string(j, "error", file, "");
+}
+
+KeptRecords load_records(const std::string& dir, const Profile& profile, bool keep_missing) {
+  KeptRecords out;
+  out.failure = run_failure(dir);
   for (std::size_t r = 0; r < profile.ranks.size(); ++r) {
     const std::string path = run_dir::records_file(dir, static_cast<RankId>(r));
-    if (!fs::exists(path)) throw std::runtime_error(dir + ": no records of rank " + std::to_string(r) + " (" + path + ")");
-    ranks.push_back(read_records(path));
-    const std::string bad = check_records(ranks.back(), static_cast<std::uint32_t>(r), profile);
+    if (!fs::exists(path)) {
+      if (out.failure.empty()) throw std::runtime_error(dir + ": no records of rank " + std::to_string(r) + " (" + path + ")");
+      if (!keep_missing) {
+        throw std::runtime_error(dir + ": no records of rank " + std::to_string(r) + ": the run failed (" + out.failure +
+                                 "); `tensorwire results rates` and `tensorwire view` show what the other ranks measured");
+      }
+      out.ranks.emplace_back();
+      out.missing.push_back(static_cast<RankId>(r));
+      continue;
+    }
+    out.ranks.push_back(read_records(path));
+    const std::string bad = check_records(out.ranks.back(), static_cast<std::uint32_t>(r), profile);
     if (!bad.empty()) throw std::runtime_error(path + ": " + bad);
   }
-  return ranks;
+  return out;
 }
+
+}  // namespace
+
+std::vector<std::vector<Record>> load_run_records(const std::string& dir, const Profile& profile) {
+  return load_records(dir, profile, false).ranks;
+}
+
+KeptRecords load_kept_run_records(const std::string& dir, const Profile& profile) { return load_records(dir, profile, true); }
 
 namespace {
 

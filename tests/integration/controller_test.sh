@@ -324,14 +324,28 @@ fault_case() {
 }
 check "an agent killed mid-run: the controller names it, stops the others, keeps their results" \
   fault_case KILL 1 5 '^tensorwire run: rank 1 (.*pid [0-9]*).*\(disconnected\|exited\|killed\)'
-# The agent killed above could not remove its working directory; the next agent
-# on the host does (it is named with the dead agent's pid).
+# The agent killed above could not remove its working directory: its controller
+# did when the run ended (the agents ran on its machine). An agent's directory on
+# another machine (here: a dead pid's, in an --expect run the controller does not
+# sweep) goes when the next agent on that host starts.
 stale_dirs_swept() {
-  ls -d "$TMPDIR"/tensorwire-agent-* > /dev/null 2>&1 || { echo "the killed agent left no directory: nothing to sweep"; return 1; }
-  "$TW" run long2.yaml --local 2 --iterations 3 --out rsw --quiet > /dev/null 2> rsw.err || { cat rsw.err; return 1; }
-  ! ls -d "$TMPDIR"/tensorwire-agent-* 2> /dev/null
+  ! ls -d "$TMPDIR"/tensorwire-agent-* 2> /dev/null || { echo "the controller left: $(ls -d "$TMPDIR"/tensorwire-agent-*)"; return 1; }
+  local dead p tok=sweep
+  sh -c 'exit 0' &
+  dead=$!
+  wait $dead
+  mkdir "$TMPDIR/tensorwire-agent-$dead-AbCdEf" || return 1
+  take_port
+  p=$next_port
+  "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --token $tok --iterations 3 --out rsw --quiet > /dev/null 2> rsw.err &
+  local ctl=$!
+  TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet &
+  local a1=$!
+  TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet || { cat rsw.err; return 1; }
+  wait $a1 && wait $ctl || { cat rsw.err; return 1; }
+  [ ! -e "$TMPDIR/tensorwire-agent-$dead-AbCdEf" ]
 }
-check "a killed agent's working directory is removed by the next agent" stale_dirs_swept
+check "a killed agent's working directory is removed by its controller, or by the next agent" stale_dirs_swept
 check "a hung agent (SIGSTOP) is detected by heartbeats" \
   fault_case STOP 0 4 '^tensorwire run: rank 0 (.*): the agent stopped answering heartbeats'
 

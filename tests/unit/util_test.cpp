@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -67,6 +68,28 @@ TEST(TempDir, StaleDirectoriesOfDeadProcessesAreRemoved) {
   EXPECT_TRUE(std::filesystem::exists(p + "/tw-agent-12ab-x"));
   EXPECT_TRUE(std::filesystem::exists(p + "/tw-agent-2147483001-file"));
   EXPECT_EQ(remove_stale_temp_dirs(p + "/missing", "tw-agent"), 0u);
+}
+
+// A killed run's agents are zombies until init reaps them: dead all the same.
+TEST(TempDir, TheDirectoryOfAZombieIsStale) {
+  TempDir parent("tw-stale-test");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  // Not reaped yet: a zombie until waitpid below.
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream in("/proc/" + std::to_string(child) + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    if (stat.find(") Z ") != std::string::npos) break;
+    ::usleep(2000);
+  }
+  const std::string zombie = parent.path() + "/tw-agent-" + std::to_string(child) + "-abc";
+  std::filesystem::create_directories(zombie);
+  EXPECT_EQ(remove_stale_temp_dirs(parent.path(), "tw-agent"), 1u);
+  EXPECT_FALSE(std::filesystem::exists(zombie));
+  int st = 0;
+  ::waitpid(child, &st, 0);
 }
 
 TEST(TempDir, RemovesItselfAndWhatItHolds) {

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,21 @@ std::string temp_parent() {
   const char* t = std::getenv("TMPDIR");
   return t != nullptr && *t != '\0' ? t : "/tmp";
 }
+
+namespace {
+
+// Gone, or dead and not yet reaped (a zombie, whose parent died with it: a
+// killed run's agents before init collects them).
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;  // EPERM: alive, not ours to probe
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto paren = stat.rfind(')');  // the command name may hold anything
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+}  // namespace
 
 std::size_t remove_stale_temp_dirs(const std::string& parent, const std::string& prefix) {
   std::size_t removed = 0;
@@ -42,7 +58,7 @@ std::size_t remove_stale_temp_dirs(const std::string& parent, const std::string&
         st.st_uid != ::geteuid()) {
       continue;
     }
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to probe
+    if (!process_gone(static_cast<pid_t>(pid))) continue;
     std::error_code rec;
     std::filesystem::remove_all(it->path(), rec);
     if (!rec) ++removed;

@@ -202,7 +202,9 @@ std::optional<std::pair<Nanos, Nanos>> run_span(const std::string& dir, std::siz
 
 View view_of_run(const std::string& dir, const Selection& sel, ViewCounts* counts) {
   const Profile p = load_profile_or_throw(run_profile_path(dir));
-  const std::vector<std::vector<Record>> ranks = load_run_records(dir, p);
+  // A failed run: what the surviving ranks measured (a rank whose agent died
+  // before its upload has an empty track).
+  const std::vector<std::vector<Record>> ranks = load_kept_run_records(dir, p).ranks;
   // A damaged record (a time far outside the run) would stretch the timeline over
   // years and thin every counter to nothing: refused, naming the file.
   if (const auto span = run_span(dir, ranks.size())) {

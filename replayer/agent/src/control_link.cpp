@@ -151,7 +151,7 @@ class ControlLink final : public AgentLink {
     open_data_listener();
     net::spawn_task(ctx_, write_loop(), [this](const std::string& why) { give_up(why); });
     control::Hello hello;
-    hello.host = host_name();
+    hello.host = o_.host_name.empty() ? host_name() : o_.host_name;
     hello.pid = ::getpid();
     hello.data_host = data_host_;
     hello.data_port = data_port_;

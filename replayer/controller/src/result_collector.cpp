@@ -32,6 +32,14 @@ void merge_records(const std::string& raw, const std::string& out, const ClockTr
   if (!bad.empty()) throw std::runtime_error(raw + ": " + bad);
   const auto to_controller = [&clock](Nanos t) { return clock.to_controller(t); };
   const std::string tmp = out + ".tmp";
+  struct RemoveUnlessRenamed {
+    const std::string& path;
+    bool renamed = false;
+    ~RemoveUnlessRenamed() {
+      std::error_code ec;
+      if (!renamed) fs::remove(path, ec);
+    }
+  } guard{tmp};
   {
     RecordFile w(tmp);
     std::vector<Record> batch(4096);
@@ -54,6 +62,7 @@ void merge_records(const std::string& raw, const std::string& out, const ClockTr
     if (const int e = w.close(); e != 0) throw std::runtime_error("cannot write " + out + ": " + std::strerror(e));
   }
   fs::rename(tmp, out);
+  guard.renamed = true;
 }
 
 void merge_summary(const std::string& raw, const std::string& out, const ClockTrack& clock, const std::string& host,
@@ -122,6 +131,15 @@ void ResultCollector::end() {
   if (!*file_) throw std::runtime_error("cannot write " + name_ + " into " + out_dir_);
   file_.reset();
   files_.push_back(name_);
+}
+
+ResultCollector::~ResultCollector() {
+  std::error_code ec;
+  if (file_) {
+    file_.reset();
+    fs::remove(raw_path(out_dir_, name_), ec);
+  }
+  for (const std::string& name : files_) fs::remove(raw_path(out_dir_, name), ec);
 }
 
 void ResultCollector::merge(const ClockTrack& clock, const std::string& host, const std::string& who) const {

@@ -34,6 +34,15 @@
 namespace tw {
 namespace {
 
+// An agent's error that only says a peer went away (closed or reset its flow,
+// stopped reading): the consequence of a failure elsewhere.
+bool is_about_peers(const std::string& why) {
+  for (const char* s : {"the peer closed the connection", "Connection reset by peer", "Broken pipe", "End of file"}) {
+    if (why.find(s) != std::string::npos) return true;
+  }
+  return false;
+}
+
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
@@ -46,7 +55,9 @@ constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 // The failure that ends a run. A dead agent (its connection or process gone)
 // explains the errors its peers then report, so it wins over them.
 struct Failure {
-  int weight = 0;  // 2: an agent died or hung; 1: an agent reported an error; 3: interrupted, timeouts
+  // 3: interrupted, timeouts; 2: an agent died or hung; 1: an agent reported an
+  // error; 0: an agent reported only that it lost a peer.
+  int weight = 0;
   Nanos at = 0;
   std::string message;
 };
@@ -108,21 +119,21 @@ class RunLifecycle final : public Session::Handler {
     while (!ctx_.stopped()) {
       ctx_.run_for(std::chrono::milliseconds(100));
       if (finished_at_ && !ctx_.stopped() && Clock::now() - *finished_at_ > kDrainDeadline) {
-        line_.log("controller: " + std::to_string(sessions_.size()) + " connection(s) still open " +
+        line_.log(std::to_string(sessions_.size()) + " connection(s) still open " +
                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kDrainDeadline).count()) +
                   " s after the end of the run: closed");
         ctx_.stop();
       }
     }
     if (admission_.refused() > 0) {
-      line_.log("controller: refused " + std::to_string(admission_.refused()) +
+      line_.log("refused " + std::to_string(admission_.refused()) +
                 " connection(s) in all, over the caps on unauthenticated connections");
     }
     launcher_.stop(2 * kSecond);
     // Every agent's end leaves a line: those that did not exit cleanly after the
     // run (killed by a signal, or by the stop after its grace) are named here.
     for (const auto& [hint, why] : launcher_.ended()) {
-      if (why.find("exited with status 0") == std::string::npos) line_.log("controller: rank hint " + std::to_string(hint) + ": " + why);
+      if (why.find("exited with status 0") == std::string::npos) line_.log("rank " + std::to_string(hint) + " (not joined): " + why);
     }
     line_.end();
     return std::move(outcome_);
@@ -197,7 +208,7 @@ class RunLifecycle final : public Session::Handler {
       std::string peer = pec ? "?" : rep.address().to_string() + ":" + std::to_string(rep.port());
       spawn(serve_http(beast::tcp_stream(std::move(sock)), std::move(peer), token_, *this, std::move(*ticket)));
     };
-    co_await net::accept_connections(*acceptor_, on_socket, [this](const std::string& line) { line_.log("controller: " + line); });
+    co_await net::accept_connections(*acceptor_, on_socket, [this](const std::string& line) { line_.log(line); });
   }
 
   // ---- an agent's messages (Session::Handler) ------------------------------------
@@ -273,7 +284,16 @@ class RunLifecycle final : public Session::Handler {
     a.done = true;
     a.ok = m.ok;
     a.error = m.error;
-    if (!a.ok && !stopping_all_) fail(1, a.error.empty() ? a.who() + ": failed" : a.error + " [" + a.who() + "]");
+    if (!a.ok && !stopping_all_) {
+      // The agent's error starts with its rank ("rank 2: flow b ..."): the line
+      // names it with its host, address and pid instead.
+      std::string why = a.error.empty() ? "failed" : a.error;
+      const std::string own = a.rank ? "rank " + std::to_string(*a.rank) + ": " : "";
+      if (!own.empty() && why.starts_with(own)) why.erase(0, own.size());
+      // A peer's end seen from this side (its connection closed or reset) is the
+      // consequence of a failure elsewhere: any other error outranks it.
+      fail(is_about_peers(why) ? 0 : 1, a.who() + ": " + why);
+    }
   }
   void handle(Session& s, const control::FileBegin& m, Nanos) {
     if (!s.state.rank || !s.results) throw std::runtime_error("sent a file before it had a rank");
@@ -348,10 +368,13 @@ class RunLifecycle final : public Session::Handler {
       if ((s && s->state.uploaded) || stopping_all_) {
         // It ended after its work, or as the run stops: no failure, but a death by
         // a signal or an error status is still said.
-        if (why.find("exited with status 0") == std::string::npos) line_.log("controller: " + (s ? s->state.who() : "rank hint " + std::to_string(hint)) + ": " + why);
+        // An agent told to stop exits 1 by design: only a signal is news then.
+        const bool expected = why.find("exited with status 0") != std::string::npos ||
+                              (stopping_all_ && !(s && s->state.uploaded) && why.find("exited with status") != std::string::npos);
+        if (!expected) line_.log((s ? s->state.who() : "rank " + std::to_string(hint) + " (not joined)") + ": " + why);
         continue;
       }
-      fail(2, (s ? s->state.who() : "the agent for rank " + std::to_string(hint)) + ": " + why);
+      fail(2, (s ? s->state.who() : "rank " + std::to_string(hint) + " (not joined)") + ": " + why);
     }
   }
 

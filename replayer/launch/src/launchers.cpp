@@ -125,7 +125,7 @@ void TestbedLauncher::launch(const std::string& controller, const std::string& t
   for (std::size_t r = 0; r < ranks_; ++r) {
     const std::string ns = spec_.ns(host_of(static_cast<RankId>(r)));
     std::vector<std::string> argv = {"ip", "netns", "exec", ns, exe_, "agent", "--controller", controller, "--rank-hint",
-                                     std::to_string(r)};
+                                     std::to_string(r), "--host-name", ns};
     argv.insert(argv.end(), args_.begin(), args_.end());
     SpawnOptions so;
     so.env = {"TW_TOKEN=" + token};

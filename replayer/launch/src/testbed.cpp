@@ -2,6 +2,11 @@
 // spec of a testbed that is up, and removes everything named after it.
 #include "tensorwire/launch/testbed.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -100,6 +105,21 @@ std::vector<std::string> testbed_down(const std::string& name) {
     const std::string ns = line.substr(0, line.find(' '));
     if (ns.rfind(ns_prefix, 0) == 0 && ns.find_first_not_of("0123456789", ns_prefix.size()) == std::string::npos &&
         ns.size() > ns_prefix.size()) {
+      // A process left inside (an agent whose run died) would keep the namespace
+      // alive, unnamed, after `ip netns del`.
+      std::vector<pid_t> killed;
+      for (const std::string& pid : lines_of(run_command({"ip", "netns", "pids", ns}).output)) {
+        if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+        if (::kill(std::stoi(pid), SIGKILL) == 0) {
+          killed.push_back(std::stoi(pid));
+          removed.push_back("process " + pid + " in " + ns);
+        }
+      }
+      // Until they are gone (at most 2 s), so that what they held goes with them.
+      for (int i = 0; i < 200 && !killed.empty(); ++i) {
+        std::erase_if(killed, [](pid_t p) { return ::kill(p, 0) != 0 && errno == ESRCH; });
+        if (!killed.empty()) ::usleep(10000);
+      }
       if (run_command({"ip", "netns", "del", ns}).ok()) removed.push_back("namespace " + ns);
     }
   }

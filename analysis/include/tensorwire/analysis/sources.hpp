@@ -20,6 +20,17 @@ std::string run_profile_path(const std::string& dir);
 // std::runtime_error naming the rank whose records are missing or unreadable.
 std::vector<std::vector<Record>> load_run_records(const std::string& dir, const Profile& profile);
 
+// A run that failed keeps what its surviving agents sent. Every rank's records,
+// as load_run_records, except that in a run whose run.json records its failure
+// a rank without a records file (its agent died before its upload) gets none
+// and is named in `missing`.
+struct KeptRecords {
+  std::vector<std::vector<Record>> ranks;  // indexed by rank
+  std::vector<RankId> missing;
+  std::string failure;  // run.json's error; empty: the run did not fail
+};
+KeptRecords load_kept_run_records(const std::string& dir, const Profile& profile);
+
 // What the agents were asked to do beyond the profile (run.json's settings, each
 // rank-R.json's options), at the original's speed when the run was time-scaled.
 struct ReplaySettings {

@@ -25,6 +25,7 @@ struct AgentClientOptions {
   std::string controller;  // HOST:PORT
   std::string token;
   std::optional<RankId> rank_hint;  // the rank the launcher meant for this agent
+  std::string host_name;  // what the agent calls its host; empty: gethostname()
   std::string data_host;  // where to listen for data flows; empty: the address that reaches the controller
   std::string out_dir;  // keep results here too; empty: a temporary directory, removed after upload
   Nanos join_timeout = 30 * kSecond;  // to reach the controller

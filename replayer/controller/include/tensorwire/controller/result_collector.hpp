@@ -24,6 +24,11 @@ namespace tw {
 class ResultCollector {
  public:
   ResultCollector(std::string out_dir, RankId rank);
+  // Removes the raw uploads left: a file cut off by the agent's death, or files
+  // never merged. Only whole, merged files stay in the run directory.
+  ~ResultCollector();
+  ResultCollector(const ResultCollector&) = delete;
+  ResultCollector& operator=(const ResultCollector&) = delete;
 
   // Each throws std::runtime_error with a reason that follows "sent " or an
   // agent's name ("a file \"x\" that is not its results").

@@ -76,7 +76,8 @@ std::optional<TestbedSpec> find_testbed(const std::string& name);
 void testbed_up(const TestbedSpec& spec);
 // Re-shapes a testbed that is up (rates and pairs of `spec`), and records it.
 void testbed_reshape(const TestbedSpec& spec);
-// Removes everything named after `name`; idempotent. Returns what it removed.
+// Removes everything named after `name`, killing what still runs in its
+// namespaces first; idempotent. Returns what it removed.
 std::vector<std::string> testbed_down(const std::string& name);
 
 struct LinkCounters {
