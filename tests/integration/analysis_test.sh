@@ -95,8 +95,8 @@ EOF
 "$TW" testbed up --hosts 4 --name $NAME > up.txt || { echo "testbed up failed"; cat up.txt; exit 1; }
 addr() { $PY -c 'import json,sys; print(json.load(open("st.json"))["host_list"][int(sys.argv[1])]["address"])' "$1"; }
 "$TW" testbed status --name $NAME --json > st.json
-pair() {  # the pair of testbed hosts A and B as the analysis names it (by address, sorted)
-  $PY -c 'import sys; print("-".join(sorted(sys.argv[1:])))' "$(addr "$1")" "$(addr "$2")"
+pair() {  # the pair of testbed hosts A and B as the analysis names it (each agent names its host by its namespace; sorted)
+  $PY -c 'import sys; print("-".join(sorted(sys.argv[1:])))' "$NAME-h$1" "$NAME-h$2"
 }
 
 case_of() {  # OUT PROFILE KIND WANT [run options]
