@@ -57,7 +57,7 @@ CASES = {
 
 # What the line must say of each fault.
 REASONS = {
-    "kill-setup": r"killed by signal 9",
+    "kill-setup": r"killed by signal 9|the agent disconnected",  # before or just after its hello
     "kill-running": r"the agent disconnected|killed by signal 9",
     "kill-upload": r"the agent disconnected|killed by signal 9",
     "stop": r"the agent stopped answering heartbeats",

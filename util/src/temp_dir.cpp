@@ -22,10 +22,7 @@ std::string temp_parent() {
   return t != nullptr && *t != '\0' ? t : "/tmp";
 }
 
-namespace {
-
-// Gone, or dead and not yet reaped (a zombie, whose parent died with it: a
-// killed run's agents before init collects them).
+// A zombie counts: a killed run's agents are zombies until init collects them.
 bool process_gone(pid_t pid) {
   if (::kill(pid, 0) != 0) return errno == ESRCH;  // EPERM: alive, not ours to probe
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -34,8 +31,6 @@ bool process_gone(pid_t pid) {
   const auto paren = stat.rfind(')');  // the command name may hold anything
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
 }
-
-}  // namespace
 
 std::size_t remove_stale_temp_dirs(const std::string& parent, const std::string& prefix) {
   std::size_t removed = 0;

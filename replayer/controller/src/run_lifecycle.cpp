@@ -34,10 +34,11 @@
 namespace tw {
 namespace {
 
-// An agent's error that only says a peer went away (closed or reset its flow,
-// stopped reading): the consequence of a failure elsewhere.
+// An agent's error that only says a peer went away (closed its flow, stopped
+// reading): the consequence of a failure elsewhere. A reset is not: a live peer
+// that resets a flow is the fault.
 bool is_about_peers(const std::string& why) {
-  for (const char* s : {"the peer closed the connection", "Connection reset by peer", "Broken pipe", "End of file"}) {
+  for (const char* s : {"the peer closed the connection", "Broken pipe", "End of file"}) {
     if (why.find(s) != std::string::npos) return true;
   }
   return false;

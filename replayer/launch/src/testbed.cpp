@@ -5,8 +5,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -14,6 +12,7 @@
 
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/child_process.hpp"
+#include "tensorwire/util/temp_dir.hpp"
 
 namespace tw {
 
@@ -117,7 +116,7 @@ std::vector<std::string> testbed_down(const std::string& name) {
       }
       // Until they are gone (at most 2 s), so that what they held goes with them.
       for (int i = 0; i < 200 && !killed.empty(); ++i) {
-        std::erase_if(killed, [](pid_t p) { return ::kill(p, 0) != 0 && errno == ESRCH; });
+        std::erase_if(killed, process_gone);
         if (!killed.empty()) ::usleep(10000);
       }
       if (run_command({"ip", "netns", "del", ns}).ok()) removed.push_back("namespace " + ns);

@@ -2,6 +2,8 @@
 // goes out of scope. Move-only.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <string>
 
@@ -31,6 +33,10 @@ class TempDir {
 // its own: PREFIX-<its pid>-XXXXXX) that belong to this user and whose process is
 // gone: a killed process cannot remove its own. Removes them; returns how many.
 std::size_t remove_stale_temp_dirs(const std::string& parent, const std::string& prefix);
+
+// Whether process `pid` is gone: no such process, or dead and not yet reaped (a
+// zombie). A process of another user that lives is not gone.
+bool process_gone(pid_t pid);
 
 // $TMPDIR, else /tmp.
 std::string temp_parent();
