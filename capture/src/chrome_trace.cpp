@@ -26,13 +26,34 @@ std::string text_of(const nlohmann::json& v) {
   return v.is_null() ? std::string() : v.dump();
 }
 
+// Every time is held within +-2^62 ns (146 years either side of 1970): a base, a
+// timestamp and a duration then add up without overflow.
+constexpr Nanos kMostNs = Nanos{1} << 62;
+
 // Microseconds to nanoseconds without losing what a double can hold: epoch
 // microseconds (~1.8e15) times 1000 would exceed a double's exact integers.
-Nanos micros_to_ns(const nlohmann::json& v) {
-  if (v.is_number_integer()) return v.get<std::int64_t>() * 1000;
+// Throws on a value outside +-kMostNs ("what" names the field).
+Nanos micros_to_ns(const nlohmann::json& v, const std::string& what) {
+  constexpr std::int64_t kMostMicros = kMostNs / 1000;
+  if (v.is_number_integer()) {
+    const auto us = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMostMicros)
+                        ? kMostMicros + 1
+                        : v.get<std::int64_t>();
+    if (us > kMostMicros || us < -kMostMicros) throw std::runtime_error(what + " " + v.dump() + " us is out of range");
+    return us * 1000;
+  }
   const double d = v.get<double>();
+  if (!std::isfinite(d) || std::abs(d) >= static_cast<double>(kMostMicros)) {
+    throw std::runtime_error(what + " " + v.dump() + " us is out of range");
+  }
   const double whole = std::floor(d);
   return static_cast<Nanos>(whole) * 1000 + std::llround((d - whole) * 1e3);
+}
+
+// A base or start time in nanoseconds, held to [0, kMostNs).
+Nanos checked_start(Nanos t, const std::string& what) {
+  if (t < 0 || t >= kMostNs) throw std::runtime_error(what + " " + std::to_string(t) + " ns is out of range");
+  return t;
 }
 
 std::vector<ImportedOp> import_events(const std::string& path, const nlohmann::json& j, const ImportOptions& o,
@@ -47,7 +68,9 @@ std::vector<ImportedOp> import_events(const std::string& path, const nlohmann::j
   Nanos base_ns = 0;  // newer PyTorch profilers: ts relative to baseTimeNanoseconds
   if (j.is_object() && j.contains("baseTimeNanoseconds") && j["baseTimeNanoseconds"].is_number()) {
     const auto& b = j["baseTimeNanoseconds"];
-    base_ns = b.is_number_integer() ? b.get<Nanos>() : static_cast<Nanos>(b.get<double>());
+    const double d = b.get<double>();
+    if (!(d >= 0 && d < static_cast<double>(kMostNs))) throw std::runtime_error(path + ": baseTimeNanoseconds " + b.dump() + " is out of range");
+    base_ns = b.is_number_integer() ? b.get<Nanos>() : static_cast<Nanos>(d);
   }
 
   std::vector<ImportedOp> ops;
@@ -66,12 +89,13 @@ std::vector<ImportedOp> import_events(const std::string& path, const nlohmann::j
     if (ph != "X" && ph != "B" && ph != "E") continue;
     if (!e.contains("ts") || !e["ts"].is_number()) throw std::runtime_error(path + ": event " + std::to_string(index) + ": no numeric ts");
     const double ts = e["ts"].get<double>();
-    const Nanos ts_ns = micros_to_ns(e["ts"]);
+    const std::string where = path + ": event " + std::to_string(index) + ":";
+    const Nanos ts_ns = micros_to_ns(e["ts"], where + " ts");
     const std::string pid = text_of(e.value("pid", nlohmann::json())), tid = text_of(e.value("tid", nlohmann::json()));
     const std::string name = e.value("name", std::string("?"));
     const std::string cat = e.contains("cat") ? text_of(e["cat"]) : std::string();
     if (ph == "X") {
-      const Nanos dur = e.contains("dur") && e["dur"].is_number() ? micros_to_ns(e["dur"]) : 0;
+      const Nanos dur = e.contains("dur") && e["dur"].is_number() ? micros_to_ns(e["dur"], where + " dur") : 0;
       raw.push_back({pid, tid, name, cat, ts_ns, std::max<Nanos>(0, dur)});
     } else if (ph == "B") {
       open[{pid, tid}].push_back({name, ts_ns});
@@ -93,7 +117,7 @@ std::vector<ImportedOp> import_events(const std::string& path, const nlohmann::j
       throw std::runtime_error(path + ": its timestamps are relative (the first at " + std::to_string(min_ts) +
                                " us); give --start-ns, the profile's time 0 on CLOCK_REALTIME");
     }
-    offset = *o.start_ns;
+    offset = checked_start(*o.start_ns, "--start-ns");
   }
   std::map<std::string, int> pids;
   for (const auto& t : traces) pids[std::to_string(t.pid)] = t.pid;
@@ -110,6 +134,10 @@ std::vector<ImportedOp> import_events(const std::string& path, const nlohmann::j
     op.name = r.name;
     op.category = r.cat;
     op.begin = offset + r.ts;
+    if (op.begin <= -kMostNs || op.begin >= kMostNs || r.dur >= kMostNs) {
+      throw std::runtime_error(path + ": op \"" + r.name + "\" at " + std::to_string(op.begin) + " ns for " + std::to_string(r.dur) +
+                               " ns is out of range");
+    }
     op.end = op.begin + r.dur;
     ops.push_back(std::move(op));
   }

@@ -120,5 +120,27 @@ TEST_F(ChromeImport, EpochTimestampsAndPidsAreUsedAsTheyAre) {
   EXPECT_NE(error({}, {p}).find("no complete (X) or begin/end (B/E) events"), std::string::npos);
 }
 
+// Found by capture_fuzz: a timestamp in microseconds times 1000 overflowed.
+TEST_F(ChromeImport, TimesBeyondWhatNanosecondsHoldAreRefused) {
+  ProcessTrace p;
+  p.pid = 1;
+  ImportOptions o;
+  o.pid = 1;
+  write(R"([{"name": "x", "ph": "X", "ts": 21500000000000000, "dur": 1, "pid": 1, "tid": 1}])");
+  EXPECT_NE(error(o, {p}).find("event 1: ts 21500000000000000 us is out of range"), std::string::npos) << error(o, {p});
+  write(R"([{"name": "x", "ph": "X", "ts": 1795961283717229, "dur": 1e300, "pid": 1, "tid": 1}])");
+  EXPECT_NE(error(o, {p}).find("event 1: dur"), std::string::npos) << error(o, {p});
+  write(R"([{"name": "x", "ph": "X", "ts": 18446744073709551615, "pid": 1, "tid": 1}])");
+  EXPECT_NE(error(o, {p}).find("out of range"), std::string::npos) << error(o, {p});
+  write(R"({"traceEvents": [{"name": "x", "ph": "X", "ts": 1, "pid": 1, "tid": 1}], "baseTimeNanoseconds": 9e18})");
+  EXPECT_NE(error(o, {p}).find("baseTimeNanoseconds 9e+18 is out of range"), std::string::npos) << error(o, {p});
+  // A base and a timestamp each within range, but their sum beyond it.
+  write(R"({"traceEvents": [{"name": "x", "ph": "X", "ts": 4000000000000000, "pid": 1, "tid": 1}], "baseTimeNanoseconds": 4000000000000000000})");
+  EXPECT_NE(error(o, {p}).find("op \"x\" at"), std::string::npos) << error(o, {p});
+  o.start_ns = -5;
+  write(R"([{"name": "x", "ph": "X", "ts": 1, "pid": 1, "tid": 1}])");
+  EXPECT_NE(error(o, {p}).find("--start-ns -5 ns is out of range"), std::string::npos) << error(o, {p});
+}
+
 }  // namespace
 }  // namespace tw
