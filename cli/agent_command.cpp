@@ -39,6 +39,7 @@ struct AgentArgs {
   std::optional<RankId> rank_hint;
   std::string data_host;
   std::string host_name;
+  std::string controller_ca;
   double join_timeout_s = 30;
   ReplayOptions replay;
 };
@@ -69,6 +70,7 @@ int run_controlled(const AgentArgs& a) {
   o.data_host = a.data_host;
   o.host_name = a.host_name;
   o.out_dir = a.out;
+  o.controller_ca = a.controller_ca;
   o.join_timeout = seconds_option(a.join_timeout_s, "--join-timeout");
   o.watch_stdin = a.token_stdin;
   o.quiet = a.quiet;
@@ -196,6 +198,10 @@ void add_agent_commands(CLI::App& app, Action& action) {
   s->add_option("--token", agent->token, "Run token (overrides the roster's; with --controller: the controller's)");
   s->add_option("--controller", agent->controller, "HOST:PORT of a controller to take the run from");
   s->add_flag("--token-stdin", agent->token_stdin, "Read the token from the first line of stdin; exit when stdin closes");
+  s->add_option("--controller-ca", agent->controller_ca,
+                "TLS to the controller (a run with --tls-cert), trusting the certificates in this PEM file: its CA, or its "
+                "self-signed certificate")
+      ->check(CLI::ExistingFile);
   s->add_option("--rank-hint", agent->rank_hint, "The rank the launcher meant for this agent (with --controller)");
   s->add_option("--host-name", agent->host_name,
                  "What this agent calls its host in the controller's messages (default: the host name; a testbed gives its "

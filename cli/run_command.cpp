@@ -52,6 +52,7 @@ struct RunArgs {
   bool quiet = false;
   bool json = false;
   bool dashboard = false;
+  std::string tls_cert, tls_key;
   ReplayOptions replay;
 };
 
@@ -114,7 +115,18 @@ int run_command(const RunArgs& a) {
   for (const auto& [rank, f] : parse_slow_ranks(a.slow_ranks, ranks)) o.slowdown[rank] = f;
 
   const std::string log_dir = run_dir::logs_dir(o.out_dir);
-  const std::vector<std::string> agent_args = {"--quiet"};
+  std::vector<std::string> agent_args = {"--quiet"};
+  // TLS: the agents this run starts trust the controller's certificate (an ssh
+  // host must have it at the same path).
+  if (a.tls_cert.empty() != a.tls_key.empty()) throw std::invalid_argument("--tls-cert and --tls-key go together");
+  std::string ca_arg;
+  if (!a.tls_cert.empty()) {
+    o.tls_cert = std::filesystem::absolute(a.tls_cert).string();
+    o.tls_key = a.tls_key;
+    agent_args.insert(agent_args.end(), {"--controller-ca", o.tls_cert});
+    ca_arg = " --controller-ca " + o.tls_cert;
+  }
+  const std::string scheme = a.tls_cert.empty() ? "http" : "https";
   std::unique_ptr<Launcher> launcher;
   std::string token_file;  // --expect: where the agents' operator finds the token
   std::optional<TestbedLease> testbed;
@@ -147,22 +159,22 @@ int run_command(const RunArgs& a) {
     // The token goes into a file only its owner can read, never onto the
     // terminal or a command line (`ps` shows every user the arguments).
     token_file = o.out_dir + "/token";
-    o.on_listening = [&a, token_file](const std::string& address, const std::string& token) {
+    o.on_listening = [&a, token_file, ca_arg](const std::string& address, const std::string& token) {
       std::filesystem::create_directories(std::filesystem::path(token_file).parent_path());
       write_private_file_atomic(token_file, token + "\n");
       fmt::print(stderr,
                  "tensorwire run: waiting for {} agents; the run's token is in {} (readable by you only); copy it to each agent's "
-                 "host and start\n  TW_TOKEN=$(cat TOKEN_FILE) tensorwire agent --controller {}\n",
-                 a.expect, token_file, address);
+                 "host and start\n  TW_TOKEN=$(cat TOKEN_FILE) tensorwire agent --controller {}{}\n",
+                 a.expect, token_file, address, ca_arg);
     };
   }
   std::string url_file;
   if (a.dashboard) {
     o.dashboard = true;
     url_file = o.out_dir + "/dashboard.url";
-    o.on_listening = [inner = o.on_listening, url_file](const std::string& address, const std::string& token) {
+    o.on_listening = [inner = o.on_listening, url_file, scheme](const std::string& address, const std::string& token) {
       if (inner) inner(address, token);
-      announce_dashboard("http://" + address + kDashboardPath + "#token=" + token, url_file);
+      announce_dashboard(scheme + "://" + address + kDashboardPath + "#token=" + token, url_file);
     };
   }
   if (!o.quiet) {
@@ -279,6 +291,11 @@ void add_run_command(CLI::App& app, Action& action) {
   r->add_flag("--dashboard", a->dashboard,
               "Serve a live dashboard (run status, iteration times, per-link throughput, agents and clocks) and print its "
               "address; its link carries the token in the fragment (on a terminal; else in OUT/dashboard.url, mode 0600)");
+  r->add_option("--tls-cert", a->tls_cert,
+                "TLS on the control plane (HTTPS, WSS): the controller's certificate chain (PEM); agents this run starts "
+                "trust it (--controller-ca); see docs/protocol.md")
+      ->check(CLI::ExistingFile);
+  r->add_option("--tls-key", a->tls_key, "The private key of --tls-cert (PEM; keep it readable by you only)")->check(CLI::ExistingFile);
   r->add_flag("--json", a->json, "Machine-readable summary on stdout");
   add_replay_options(r, a->replay);
   r->callback([&action, a] { action = [a] { return run_command(*a); }; });

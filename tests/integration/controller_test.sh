@@ -215,6 +215,56 @@ token_file_run() {  # PORT CONTROLLER_PID
 }
 check "run --expect: its token only in a private file; 431 for oversized requests; /agent without a hello ignored" token_file
 
+# TLS on the control plane (--tls-cert/--tls-key): agents the run starts trust its
+# certificate and complete the run; the API answers over HTTPS to a client that
+# trusts it; a plain client, an agent trusting another certificate and an agent
+# given a certificate for another address are refused, each with its reason.
+tls_run() {
+  local p
+  take_port
+  p=$next_port
+  mk_cert() {  # NAME SUBJECT_ALT_NAME
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $1.key -out $1.pem -days 2 \
+      -subj /CN=tensorwire-test -addext "subjectAltName=$2" 2> /dev/null
+  }
+  mk_cert ctl IP:127.0.0.1 && mk_cert other IP:127.0.0.1 && mk_cert elsewhere IP:10.9.8.7 || return 1
+  "$TW" run long2.yaml --local 2 --listen 127.0.0.1:$p --tls-cert ctl.pem --tls-key ctl.key --iterations 20 --out rtls \
+    --quiet > rtls.txt 2> rtls.err || { cat rtls.err; return 1; }
+  "$TW" results check rtls | grep -q 'ok: ' || return 1
+  take_port
+  p=$next_port
+  TW_TOKEN=tls-token "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$p --tls-cert ctl.pem --tls-key ctl.key \
+    --iterations 5 --join-timeout 20 --out rtls2 --quiet > rtls2.txt 2> rtls2.err &
+  local ctl=$!
+  for _ in $(seq 50); do curl -s -o /dev/null --cacert ctl.pem https://127.0.0.1:$p/ && break; sleep 0.1; done
+  grep -q -- "--controller 127.0.0.1:$p --controller-ca $PWD/ctl.pem" rtls2.err || { cat rtls2.err; return 1; }
+  [ "$(curl -s --cacert ctl.pem -H 'Authorization: Bearer tls-token' https://127.0.0.1:$p/api/runs |
+    $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["state"])')" = joining ] || return 1
+  [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$p/api/runs)" = 000 ] || return 1
+  TW_TOKEN=tls-token "$TW" agent --controller 127.0.0.1:$p --controller-ca other.pem --join-timeout 5 2> other.err &&
+    { echo "an agent trusting another certificate joined"; return 1; }
+  grep -q 'TLS handshake with the controller at 127.0.0.1:'$p' failed: certificate verify failed' other.err || { cat other.err; return 1; }
+  # The controller's certificate for another address: refused for its name.
+  take_port
+  TW_TOKEN=tls-token "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$next_port --tls-cert elsewhere.pem \
+    --tls-key elsewhere.key --join-timeout 5 --out rtls3 --quiet 2> /dev/null &
+  local ctl3=$!
+  sleep 0.5
+  TW_TOKEN=tls-token "$TW" agent --controller 127.0.0.1:$next_port --controller-ca elsewhere.pem --join-timeout 3 2> elsewhere.err
+  grep -q 'certificate verify failed.*(IP address mismatch)' elsewhere.err || { cat elsewhere.err; return 1; }
+  wait $ctl3
+  TW_TOKEN=tls-token "$TW" agent --controller 127.0.0.1:$p --controller-ca ctl.pem --quiet &
+  local a1=$!
+  TW_TOKEN=tls-token "$TW" agent --controller 127.0.0.1:$p --controller-ca ctl.pem --quiet || return 1
+  wait $a1 && wait $ctl || { cat rtls2.err; return 1; }
+  grep -q 'rejected a connection from 127.0.0.1:[0-9]*: TLS handshake failed: ' rtls2.err || { cat rtls2.err; return 1; }
+  # Mismatched key, and a key without its certificate: one line each.
+  "$TW" run long2.yaml --local 2 --tls-cert ctl.pem --tls-key other.key --out rtls4 2>&1 | grep -q "other.key: is not the key of the certificate in" ||
+    return 1
+  "$TW" run long2.yaml --local 2 --tls-key ctl.key --out rtls4 2>&1 | grep -q -- "--tls-cert and --tls-key go together"
+}
+check "TLS on the control plane: a run over it; its API over HTTPS; plain clients and untrusted or misnamed certificates refused" tls_run
+
 # A flood of idle connections at a low descriptor limit (ulimit -n 200 for the
 # controller and the agents, 400 connections held against each listener): the run
 # completes and keeps every result file; the strangers are refused beyond the caps
@@ -239,7 +289,7 @@ flood_at_fd_limit() {
   wait $a1 || rc=1
   wait $ctl || rc=1
   wait $fl
-  [ $rc -eq 0 ] || { echo "controller:"; tail -5 rfl.err; tail -3 rfl-a1.err rfl-a2.err; return 1; }
+  [ $rc -eq 0 ] || { echo "controller:"; tail -5 rfl.err; tail -n 3 rfl-a1.err rfl-a2.err; return 1; }
   [ -s rfl/run.json ] && [ -s rfl/rank-0.json ] && [ -s rfl/rank-1.json ] || { ls rfl; return 1; }
   "$TW" results check rfl --profile rfl/profile.yaml | grep -q 'ok: ' || return 1
   [ "$(cat flood-ctl.txt)" -ge 400 ] || { echo "the flood opened $(cat flood-ctl.txt)"; return 1; }
@@ -261,7 +311,7 @@ flood_at_fd_limit() {
   (ulimit -n 200 && exec "$TW" agent --rank 0 --profile flood2.yaml --roster flood-roster.yaml --out rfd0) 2> rfd0.err || rc=1
   wait $r1 || rc=1
   wait $fl
-  [ $rc -eq 0 ] || { tail -3 rfd0.err rfd1.err; return 1; }
+  [ $rc -eq 0 ] || { tail -n 3 rfd0.err rfd1.err; return 1; }
   grep -q 'refused a data connection from 127.0.0.1: .*the cap' rfd1.err || { tail -5 rfd1.err; return 1; }
   [ -s rfd0/rank-0.json ] && [ -s rfd1/rank-1.json ]
 }

@@ -53,6 +53,7 @@ TEST(ControlMessages, ControllerMessagesRoundTrip) {
   s.settings.open_loop_period = 100;
   s.slowdown = 1.5;
   s.delay_from = {0, 500};
+  s.data_token = "data-plane-token";
   EXPECT_EQ(controller_round_trip(s), s);
   EXPECT_EQ(controller_round_trip(control::Ping{9}), control::Ping{9});
   EXPECT_EQ(controller_round_trip(control::Start{123}), control::Start{123});
@@ -100,6 +101,9 @@ TEST(ControlMessages, MalformedMessagesGiveOneLineReasons) {
   const auto setup = decode_controller_message(R"({"type":"setup","run":"r","rank":0,"profile":"","roster":[],"settings":{}})");
   EXPECT_FALSE(setup);
   EXPECT_EQ(setup.error, "a \"setup\" with bad settings: missing \"iterations\"");
+  const std::string long_token = R"({"type":"setup","run":"r","rank":0,"profile":"","roster":[],"settings":{"iterations":1},"data_token":")" +
+                                 std::string(257, 'x') + "\"}";
+  EXPECT_EQ(decode_controller_message(long_token).error, "a \"setup\" with a \"data_token\" longer than 256 bytes");
   EXPECT_EQ(decode_controller_message(R"({"type":"start"})").error, "a \"start\" whose \"at\" is missing");
   for (const char* text : {"", "{", R"({"type":"hello"})", R"({"type":"done","ok":"yes"})"}) {
     const auto d = decode_agent_message(text);

@@ -15,6 +15,7 @@
 #include "tensorwire/agent/agent.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/run_dir.hpp"
+#include "tensorwire/net/control_stream.hpp"
 #include "tensorwire/net/listener.hpp"
 #include "tensorwire/net/outbox.hpp"
 #include "tensorwire/net/retry.hpp"
@@ -34,7 +35,7 @@ namespace http = beast::http;
 namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
-using Ws = websocket::stream<beast::tcp_stream>;
+using Ws = websocket::stream<net::ControlStream>;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 std::string host_name() {
@@ -46,7 +47,12 @@ std::string host_name() {
 class ControlLink final : public AgentLink {
  public:
   explicit ControlLink(const AgentClientOptions& o)
-      : o_(o), ws_(ctx_), outbox_(ws_), flush_(ctx_), signals_(ctx_, SIGINT, SIGTERM) {}
+      : o_(o),
+        tls_(o.controller_ca.empty() ? nullptr : net::tls_client_context(o.controller_ca)),
+        ws_(net::ControlStream(beast::tcp_stream(ctx_), tls_.get())),
+        outbox_(ws_),
+        flush_(ctx_),
+        signals_(ctx_, SIGINT, SIGTERM) {}
 
   ~ControlLink() override {
     stop_agent("the control client is ending");
@@ -234,12 +240,25 @@ class ControlLink final : public AgentLink {
       last = rec.message();
       co_return std::nullopt;
     }
-    auto& stream = beast::get_lowest_layer(ws_);
+    auto& stream = ws_.next_layer();
+    stream.reset();  // a fresh socket (and TLS session) for each attempt
     stream.expires_after(std::chrono::seconds(2));
     auto [cec, ep] = co_await stream.async_connect(results, kTuple);
     if (cec) {
       last = cec.message();
       co_return std::nullopt;
+    }
+    if (stream.tls()) {
+      // A certificate that does not verify, or a controller that does not speak
+      // TLS, will not change: that ends the trying; a broken connection does not.
+      net::set_peer_name(stream, host);
+      stream.expires_after(std::chrono::seconds(5));
+      if (auto [tec] = co_await stream.async_handshake(asio::ssl::stream_base::client, kTuple); tec) {
+        const std::string why = "TLS handshake with the controller at " + o_.controller + " failed: " + net::tls_error_text(stream, tec);
+        if (tec.category() == asio::error::get_ssl_category()) throw std::runtime_error(why);
+        last = why;
+        co_return std::nullopt;
+      }
     }
     stream.expires_never();
     ws_.set_option(websocket::stream_base::timeout{std::chrono::seconds(5), std::chrono::nanoseconds(kHeartbeatTimeout), true});
@@ -256,9 +275,8 @@ class ControlLink final : public AgentLink {
     if (res.result() == http::status::unauthorized) {
       throw std::runtime_error("the controller at " + o_.controller + " refused the token");
     }
-    last = "handshake: " + hec.message();
-    error_code ignored;
-    stream.socket().close(ignored);
+    // A TLS controller closes a plain handshake; nothing else tells them apart.
+    last = "handshake: " + hec.message() + (stream.tls() ? "" : "; a controller run with --tls-cert needs --controller-ca");
     co_return std::nullopt;
   }
 
@@ -289,7 +307,7 @@ class ControlLink final : public AgentLink {
     }
     profile_ = std::move(*load.profile);
     Roster roster;
-    roster.token = o_.token;
+    roster.token = m.data_token.empty() ? o_.token : m.data_token;
     roster.ranks = m.roster;
     if (o_.out_dir.empty()) {
       // Named with the pid, so that the next agent removes it if this one is
@@ -383,6 +401,7 @@ class ControlLink final : public AgentLink {
 
   const AgentClientOptions& o_;
   asio::io_context ctx_{1};
+  std::unique_ptr<asio::ssl::context> tls_;  // null: plain TCP
   Ws ws_;
   net::Outbox<Ws> outbox_;
   asio::steady_timer flush_;

@@ -24,6 +24,7 @@
 #include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/net/accept_loop.hpp"
 #include "tensorwire/net/admission.hpp"
+#include "tensorwire/net/control_stream.hpp"
 #include "tensorwire/net/listener.hpp"
 #include "tensorwire/net/task.hpp"
 #include "tensorwire/util/host_port.hpp"
@@ -48,7 +49,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
-using Session = ControlSession<beast::tcp_stream>;
+using Session = ControlSession<net::ControlStream>;
 using WebSocket = Session::WebSocket;
 using Clock = std::chrono::steady_clock;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
@@ -78,6 +79,7 @@ constexpr Nanos kSyncTimeout = 30 * kSecond;          // every agent's clock-syn
 constexpr Nanos kConnectSlack = 5 * kSecond;          // beyond the agents' own connect timeout
 constexpr auto kStopGrace = std::chrono::milliseconds(300);  // the culprit's own report comes first
 constexpr auto kStopCollect = std::chrono::seconds(5);       // what stopped agents still send
+constexpr auto kTlsHandshakeTimeout = std::chrono::seconds(3);  // like a request's (http_router.hpp)
 
 class RunLifecycle final : public Session::Handler {
  public:
@@ -94,6 +96,7 @@ class RunLifecycle final : public Session::Handler {
         progress_(p.ranks.size(), o.settings.iterations ? o.settings.iterations : p.iterations),
         line_(o.quiet) {
     token_ = o.token.empty() ? random_token() : o.token;
+    if (!o.tls_cert.empty()) tls_ = net::tls_server_context(o.tls_cert, o.tls_key);
     outcome_.out_dir = o.out_dir;
     flow_bytes_.assign(p.flows.size(), 0);
   }
@@ -207,9 +210,23 @@ class RunLifecycle final : public Session::Handler {
       error_code pec;
       const auto rep = sock.remote_endpoint(pec);
       std::string peer = pec ? "?" : rep.address().to_string() + ":" + std::to_string(rep.port());
-      spawn(serve_http(beast::tcp_stream(std::move(sock)), std::move(peer), token_, *this, std::move(*ticket)));
+      spawn(serve(net::ControlStream(beast::tcp_stream(std::move(sock)), tls_.get()), std::move(peer), std::move(*ticket)));
     };
     co_await net::accept_connections(*acceptor_, on_socket, [this](const std::string& line) { line_.log(line); });
+  }
+
+  // One connection: under TLS its handshake first, within the deadline for an
+  // unauthenticated connection (its ticket still held).
+  asio::awaitable<void> serve(net::ControlStream stream, std::string peer, net::Admission::Ticket ticket) {
+    if (stream.tls()) {
+      stream.expires_after(kTlsHandshakeTimeout);
+      if (auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, kTuple); ec) {
+        line_.log("rejected a connection from " + peer + ": TLS handshake failed: " + net::tls_error_text(stream, ec));
+        co_return;
+      }
+      stream.expires_never();
+    }
+    co_await serve_http(std::move(stream), std::move(peer), token_, *this, std::move(ticket));
   }
 
   // ---- an agent's messages (Session::Handler) ------------------------------------
@@ -470,6 +487,7 @@ class RunLifecycle final : public Session::Handler {
       setup.roster = roster;
       setup.settings = o_.settings;
       setup.slowdown = r < o_.slowdown.size() ? o_.slowdown[r] : 1.0;
+      setup.data_token = data_token_;
       setup.delay_from.assign(by_rank.size(), 0);
       if (o_.pair_delay) {
         for (std::size_t src = 0; src < by_rank.size(); ++src) {
@@ -656,6 +674,8 @@ class RunLifecycle final : public Session::Handler {
   RunProgress progress_;
   ProgressLine line_;
   std::string token_;
+  const std::string data_token_ = random_token();  // what peers present on data flows
+  std::unique_ptr<asio::ssl::context> tls_;  // null: plain TCP
   std::string address_;
   std::vector<std::shared_ptr<Session>> sessions_;
   std::vector<std::shared_ptr<Session>> feeds_;

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "tensorwire/core/frame.hpp"
+
 namespace tw {
 namespace {
 
@@ -148,11 +150,14 @@ void write(json& j, const Setup& m) {
   j["settings"] = to_json(m.settings);
   j["slowdown"] = m.slowdown;
   j["delay_from_ns"] = m.delay_from;
+  if (!m.data_token.empty()) j["data_token"] = m.data_token;
 }
 void read(const Fields& f, Setup& m) {
   m.run = f.get<std::string>("run");
   m.rank = f.get<RankId>("rank");
   m.profile = f.get<std::string>("profile");
+  m.data_token = f.get_or<std::string>("data_token", "");
+  if (m.data_token.size() > frame::kMaxTokenSize) f.bad("a \"data_token\" longer than " + std::to_string(frame::kMaxTokenSize) + " bytes");
   try {
     for (const auto& e : f.at("roster")) {
       const auto port = e.at("port").get<std::uint64_t>();
@@ -241,7 +246,7 @@ bool control::Setup::operator==(const Setup& o) const {
   return run == o.run && rank == o.rank && profile == o.profile && roster.size() == o.roster.size() &&
          std::equal(roster.begin(), roster.end(), o.roster.begin(),
                     [](const RosterEntry& a, const RosterEntry& b) { return a.rank == b.rank && a.host == b.host && a.port == b.port; }) &&
-         to_json(settings) == to_json(o.settings) && slowdown == o.slowdown && delay_from == o.delay_from;
+         to_json(settings) == to_json(o.settings) && slowdown == o.slowdown && delay_from == o.delay_from && data_token == o.data_token;
 }
 
 std::string encode(const AgentMessage& m) { return encode_variant(m); }

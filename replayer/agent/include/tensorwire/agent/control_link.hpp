@@ -28,6 +28,9 @@ struct AgentClientOptions {
   std::string host_name;  // what the agent calls its host; empty: gethostname()
   std::string data_host;  // where to listen for data flows; empty: the address that reaches the controller
   std::string out_dir;  // keep results here too; empty: a temporary directory, removed after upload
+  // TLS to the controller, trusting the certificates in this PEM file (a CA, or
+  // the controller's self-signed certificate); empty: plain TCP.
+  std::string controller_ca;
   Nanos join_timeout = 30 * kSecond;  // to reach the controller
   bool watch_stdin = false;
   bool quiet = false;

@@ -57,6 +57,9 @@ struct ControllerOptions {
   Nanos resync_every = 5 * kSecond;
   bool quiet = false;
   bool dashboard = false;  // serve the live dashboard's page at kDashboardPath
+  // TLS on the control plane (HTTPS and WSS only) with this certificate chain
+  // and private key (PEM files); both empty: plain TCP.
+  std::string tls_cert, tls_key;
   // Called once the server listens, with its HOST:PORT and the token (for
   // agents started by something else).
   std::function<void(const std::string& address, const std::string& token)> on_listening;

@@ -110,6 +110,10 @@ struct Setup {
   RunSettings settings;
   double slowdown = 1;
   std::vector<Nanos> delay_from;  // per source rank; empty: none
+  // What peers present on data flows: the run's own, never the control plane's
+  // token (data flows are plain TCP even when the control plane is TLS). Empty
+  // (an older controller): the control token.
+  std::string data_token;
   bool operator==(const Setup& o) const;
 };
 
