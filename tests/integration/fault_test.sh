@@ -5,7 +5,8 @@
 # SIGKILLed; the run directory on a full tmpfs; a receiver's link slowed to a
 # trickle. Each must be detected within its documented deadline, end in one line
 # naming the rank and its host, leave no process, namespace or working directory,
-# and keep what was measured readable. docs/RELIABILITY.md has the measured times
+# and keep what was measured readable. Then a soak (soak.py): 2000 iterations on 4
+# hosts, the memory and descriptors of every process flat. docs/RELIABILITY.md has the measured times
 # (bench/reliability.sh runs the same cases).
 # Usage: fault_test.sh TENSORWIRE_BINARY SOURCE_DIR
 set -u
@@ -31,4 +32,9 @@ fault() {  # CASE: faults.py's verdict, and its report on failure
 for c in $($PY "$SRC/tests/integration/faults.py" --list); do
   check "fault $c: detected in time, named, nothing left, results readable" fault "$c"
 done
+soak() {  # its summary lines (stderr) go to the test's output
+  local out
+  out=$($PY "$SRC/tests/integration/soak.py" "$TW" "$TW_TMP/soak" --name $NAME --iterations 2000 2>&3) || { echo "$out"; return 1; }
+}
+check "soak: 2000 iterations on 4 hosts, no process grows in memory or descriptors" soak
 finish

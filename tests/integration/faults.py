@@ -71,6 +71,7 @@ class Case:
     def __init__(self, tw, case, work, name):
         self.tw, self.case, self.work, self.name = tw, case, work, name
         self.what, self.moment, self.rank, self.deadline, self.options, self.profile = CASES[case]
+        self.hosts = HOSTS
         self.problems = []
         self.out = os.path.join(work, "run")
         self.tmp = os.path.join(work, "tmp")  # the agents' TMPDIR: their working directories
@@ -91,7 +92,7 @@ class Case:
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tw-fault-full", self.out], check=True)
         env = dict(os.environ, TW_TOKEN=TOKEN, TMPDIR=self.tmp)
         self.err_path = os.path.join(self.work, "run.err")
-        cmd = [self.tw, "run", profile, "--testbed", str(HOSTS), "--name", self.name, "--out", self.out, "--dashboard",
+        cmd = [self.tw, "run", profile, "--testbed", str(self.hosts), "--name", self.name, "--out", self.out, "--dashboard",
                "--quiet"] + self.options
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(self.err_path, "w"), env=env,
                                      start_new_session=True)
@@ -200,7 +201,7 @@ class Case:
         elif c == "disk-full":
             pass  # the results start to arrive: the disk fills
         elif c == "slow-receiver":
-            subprocess.run([self.tw, "testbed", "up", "--hosts", str(HOSTS), "--name", self.name, "--pair", "1-2:rate=8kbit"],
+            subprocess.run([self.tw, "testbed", "up", "--hosts", str(self.hosts), "--name", self.name, "--pair", "1-2:rate=8kbit"],
                            check=True, capture_output=True)
         self.t_fault = time.monotonic()
 
@@ -312,7 +313,7 @@ class Case:
             return  # nothing measured yet
         have = sorted(int(re.search(r"rank-(\d+)\.twr$", p).group(1)) for p in glob.glob(os.path.join(self.out, "rank-*.twr")))
         self.result["ranks_kept"] = have
-        if len(have) < HOSTS - 1:
+        if len(have) < self.hosts - 1:
             self.problem(f"only the records of ranks {have} were kept")
         for cmd in (["results", "rates", self.out], ["view", self.out, "-o", os.path.join(self.work, "t.pftrace")]):
             r = subprocess.run([self.tw] + cmd, capture_output=True, text=True, timeout=60)
