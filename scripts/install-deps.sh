@@ -5,10 +5,12 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev ccache
   # libraries (header-only ones included): one Asio, from Boost 1.81
   libboost1.81-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
   nlohmann-json3-dev libpcap-dev libconcurrentqueue-dev zlib1g-dev
+  # TLS on the control plane (optional at run time); openssl makes the tests' certificates
+  libssl-dev openssl
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 iproute2 iperf3
   # the ssh launcher's test runs a real sshd; the HTTP API is tested with curl;

@@ -19,8 +19,8 @@
 #      replay_tests): the replay tests and the controller test, the code with threads
 #      (agent io and recorder threads, the control client and its agent thread);
 #      tests/tsan.supp lists each suppression and why it is not our bug.
-#   5. fuzz: build-fuzz/ (clang, libFuzzer): the profile loader, the frame and
-#      framing decoders, run directories (summary and records), capture directories
+#   5. fuzz: build-fuzz/ (clang, libFuzzer): the profile loader and its observed
+#      sidecar, the frame and framing decoders, run directories (summary and records), capture directories
 #      (trace, pcap, Chrome trace) and the control messages, for TW_FUZZ_SECONDS
 #      (default 60) in all, each seeded from tests/fuzz/corpus/NAME/.
 # Debug -O1 for the sanitizer builds: -O0 runs the PyTorch and controller tests too
@@ -43,7 +43,12 @@ failed=0
 failures=()
 durations=()
 launcher=()
-command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# ccache keys on paths relative to the tree and not on the working directory, so
+# that a fresh clone elsewhere (CI's) reuses what an earlier build compiled.
+if command -v ccache > /dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1
+fi
 # The annotation module is imported from the source tree: no __pycache__ there.
 export PYTHONDONTWRITEBYTECODE=1
 
@@ -166,15 +171,15 @@ else
   fail "ThreadSanitizer build"
 fi
 
-stage fuzz "fuzzing the profile loader, the frame and framing decoders, run directories, captures and control messages for ${fuzz_seconds}s"
+stage fuzz "fuzzing the profile loader and its sidecar, the frame and framing decoders, run directories, captures and control messages for ${fuzz_seconds}s"
 if CXX=clang++ build build-fuzz all -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTW_FUZZ=ON -DTW_ONLY_PURE=ON -DTW_TESTS=OFF \
   -DTW_BENCH=OFF "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"; then
-  # name, share of the time, dictionary
-  for spec in "profile_fuzz 2 -dict=tests/fuzz/profile.dict" "frame_fuzz 1" "framing_fuzz 1" "run_dir_fuzz 1" "capture_fuzz 1" \
-    "control_fuzz 1"; do
+  targets=$(grep -vE '^(#|$)' tests/fuzz/targets.txt)
+  shares=$(awk '{s += $2} END {print s}' <<< "$targets")
+  while read -r spec; do
     set -- $spec
     name=$1
-    seconds=$((fuzz_seconds * $2 / 7))
+    seconds=$((fuzz_seconds * $2 / shares))
     [ "$seconds" -ge 1 ] || seconds=1
     shift 2
     corpus=$(mktemp -d)
@@ -189,7 +194,7 @@ if CXX=clang++ build build-fuzz all -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTW_FUZZ=
       fail "$name (input saved in build-fuzz/)"
     fi
     rm -rf "$corpus"
-  done
+  done <<< "$targets"
 else
   fail "fuzzer build"
 fi

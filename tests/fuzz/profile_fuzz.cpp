@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "../support/yaml_compare.hpp"
-#include "tensorwire/core/profile_io.hpp"
+#include "profile_round_trip.hpp"
 #include "tensorwire/core/yaml_doc.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -27,13 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::abort();
     }
   }
-  const tw::ProfileLoad load = tw::load_profile_text(text, "fuzz.yaml", "/nonexistent-fuzz-dir");
-  if (load.ok()) {
-    const tw::ProfileLoad again = tw::load_profile_text(tw::write_profile_yaml(*load.profile), "again.yaml");
-    if (!again.ok()) {
-      std::fprintf(stderr, "a loaded profile does not load again: %s\n", again.diagnostics[0].str().c_str());
-      std::abort();
-    }
-  }
+  tw::fuzz::check_loads_again(tw::load_profile_text(text, "fuzz.yaml", "/nonexistent-fuzz-dir"));
   return 0;
 }
