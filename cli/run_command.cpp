@@ -25,6 +25,7 @@
 #include "tensorwire/launch/testbed_lease.hpp"
 #include "tensorwire/launch/time_scale.hpp"
 #include "tensorwire/util/self_exe.hpp"
+#include "tensorwire/util/shell_quote.hpp"
 #include "tensorwire/util/temp_dir.hpp"
 
 namespace tw::cli {
@@ -124,7 +125,7 @@ int run_command(const RunArgs& a) {
     o.tls_cert = std::filesystem::absolute(a.tls_cert).string();
     o.tls_key = a.tls_key;
     agent_args.insert(agent_args.end(), {"--controller-ca", o.tls_cert});
-    ca_arg = " --controller-ca " + o.tls_cert;
+    ca_arg = " --controller-ca " + shell_quote(o.tls_cert);
   }
   const std::string scheme = a.tls_cert.empty() ? "http" : "https";
   std::unique_ptr<Launcher> launcher;

@@ -101,9 +101,14 @@ TEST(ControlMessages, MalformedMessagesGiveOneLineReasons) {
   const auto setup = decode_controller_message(R"({"type":"setup","run":"r","rank":0,"profile":"","roster":[],"settings":{}})");
   EXPECT_FALSE(setup);
   EXPECT_EQ(setup.error, "a \"setup\" with bad settings: missing \"iterations\"");
-  const std::string long_token = R"({"type":"setup","run":"r","rank":0,"profile":"","roster":[],"settings":{"iterations":1},"data_token":")" +
-                                 std::string(257, 'x') + "\"}";
-  EXPECT_EQ(decode_controller_message(long_token).error, "a \"setup\" with a \"data_token\" longer than 256 bytes");
+  control::Setup sound;
+  sound.data_token = "t";
+  nlohmann::json long_token = nlohmann::json::parse(encode(ControllerMessage{sound}));
+  ASSERT_TRUE(decode_controller_message(long_token.dump()));
+  long_token["data_token"] = std::string(257, 'x');
+  EXPECT_EQ(decode_controller_message(long_token.dump()).error, "a \"setup\" with a \"data_token\" longer than 256 bytes");
+  long_token.erase("data_token");  // a version-1 controller's
+  EXPECT_EQ(decode_controller_message(long_token.dump()).error, "a \"setup\" whose \"data_token\" is missing");
   EXPECT_EQ(decode_controller_message(R"({"type":"start"})").error, "a \"start\" whose \"at\" is missing");
   for (const char* text : {"", "{", R"({"type":"hello"})", R"({"type":"done","ok":"yes"})"}) {
     const auto d = decode_agent_message(text);

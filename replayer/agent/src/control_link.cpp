@@ -49,8 +49,8 @@ class ControlLink final : public AgentLink {
   explicit ControlLink(const AgentClientOptions& o)
       : o_(o),
         tls_(o.controller_ca.empty() ? nullptr : net::tls_client_context(o.controller_ca)),
-        ws_(net::ControlStream(beast::tcp_stream(ctx_), tls_.get())),
-        outbox_(ws_),
+        ws_(std::in_place, net::ControlStream(beast::tcp_stream(ctx_), tls_.get())),
+        outbox_(*ws_),
         flush_(ctx_),
         signals_(ctx_, SIGINT, SIGTERM) {}
 
@@ -122,7 +122,7 @@ class ControlLink final : public AgentLink {
     flush_.cancel();
     outbox_.close();
     if (stdin_) stdin_->close(ignored);
-    beast::get_lowest_layer(ws_).socket().close(ignored);
+    beast::get_lowest_layer(*ws_).socket().close(ignored);
     ctx_.stop();
   }
 
@@ -165,13 +165,13 @@ class ControlLink final : public AgentLink {
     send(hello);
     beast::flat_buffer buf;
     for (;;) {
-      auto [ec, n] = co_await ws_.async_read(buf, kTuple);
+      auto [ec, n] = co_await ws_->async_read(buf, kTuple);
       if (ec) {
         if (!bye_) give_up("lost the controller at " + o_.controller + ": " + ec.message());
         else shutdown();
         co_return;
       }
-      if (!ws_.got_text()) {
+      if (!ws_->got_text()) {
         give_up("the controller sent an unexpected binary frame");
         co_return;
       }
@@ -185,7 +185,7 @@ class ControlLink final : public AgentLink {
       bool go_on = true;
       std::visit([&](const auto& m) { go_on = handle(m, received); }, *decoded.message);
       if (bye_) {
-        co_await ws_.async_close(websocket::close_code::normal, kTuple);
+        co_await ws_->async_close(websocket::close_code::normal, kTuple);
         shutdown();
         co_return;
       }
@@ -240,8 +240,10 @@ class ControlLink final : public AgentLink {
       last = rec.message();
       co_return std::nullopt;
     }
-    auto& stream = ws_.next_layer();
-    stream.reset();  // a fresh socket (and TLS session) for each attempt
+    // A fresh WebSocket (it keeps a failure it has reported), socket and TLS
+    // session for each attempt. outbox_ refers to *ws_, replaced in place.
+    ws_.emplace(net::ControlStream(beast::tcp_stream(ctx_), tls_.get()));
+    auto& stream = ws_->next_layer();
     stream.expires_after(std::chrono::seconds(2));
     auto [cec, ep] = co_await stream.async_connect(results, kTuple);
     if (cec) {
@@ -255,28 +257,33 @@ class ControlLink final : public AgentLink {
       stream.expires_after(std::chrono::seconds(5));
       if (auto [tec] = co_await stream.async_handshake(asio::ssl::stream_base::client, kTuple); tec) {
         const std::string why = "TLS handshake with the controller at " + o_.controller + " failed: " + net::tls_error_text(stream, tec);
-        if (tec.category() == asio::error::get_ssl_category()) throw std::runtime_error(why);
-        last = why;
+        if (tec.category() == asio::error::get_ssl_category() && tec != asio::ssl::error::stream_truncated) throw std::runtime_error(why);
+        // Closed mid-handshake: a plain controller's HTTP parser, or a cap on
+        // connections under a flood; the second passes, the first does not.
+        last = why + (tec == asio::ssl::error::stream_truncated || tec == asio::error::eof || tec == asio::error::connection_reset
+                          ? " (a controller run without --tls-cert does not speak TLS)"
+                          : "");
         co_return std::nullopt;
       }
     }
     stream.expires_never();
-    ws_.set_option(websocket::stream_base::timeout{std::chrono::seconds(5), std::chrono::nanoseconds(kHeartbeatTimeout), true});
-    ws_.set_option(websocket::stream_base::decorator([token = o_.token](websocket::request_type& req) {
+    ws_->set_option(websocket::stream_base::timeout{std::chrono::seconds(5), std::chrono::nanoseconds(kHeartbeatTimeout), true});
+    ws_->set_option(websocket::stream_base::decorator([token = o_.token](websocket::request_type& req) {
       req.set(http::field::authorization, "Bearer " + token);
       req.set(http::field::user_agent, "tensorwire-agent");
     }));
-    ws_.read_message_max(kMaxControllerMessage);
+    ws_->read_message_max(kMaxControllerMessage);
     websocket::response_type res;
     const std::string authority = host + ":" + std::to_string(port);
     const std::string path = kAgentPath;
-    auto [hec] = co_await ws_.async_handshake(res, authority, path, kTuple);
+    auto [hec] = co_await ws_->async_handshake(res, authority, path, kTuple);
     if (!hec) co_return true;
     if (res.result() == http::status::unauthorized) {
       throw std::runtime_error("the controller at " + o_.controller + " refused the token");
     }
-    // A TLS controller closes a plain handshake; nothing else tells them apart.
-    last = "handshake: " + hec.message() + (stream.tls() ? "" : "; a controller run with --tls-cert needs --controller-ca");
+    // A TLS controller closes a plain handshake without a reply.
+    const bool closed = hec == beast::http::error::end_of_stream || hec == asio::error::connection_reset || hec == asio::error::eof;
+    last = "handshake: " + hec.message() + (closed && !stream.tls() ? " (a controller run with --tls-cert needs --controller-ca)" : "");
     co_return std::nullopt;
   }
 
@@ -289,7 +296,7 @@ class ControlLink final : public AgentLink {
     if (host.find(':') != std::string::npos && host.find(']') == std::string::npos && host.find("::") == std::string::npos) {
       std::tie(host, port) = split_host_port(host, "--data-host");
     }
-    if (host.empty()) host = beast::get_lowest_layer(ws_).socket().local_endpoint().address().to_string();
+    if (host.empty()) host = beast::get_lowest_layer(*ws_).socket().local_endpoint().address().to_string();
     tcp::acceptor a = net::open_listener(ctx_, host, port, "data flows");
     data_host_ = host;
     data_port_ = a.local_endpoint().port();
@@ -307,7 +314,7 @@ class ControlLink final : public AgentLink {
     }
     profile_ = std::move(*load.profile);
     Roster roster;
-    roster.token = m.data_token.empty() ? o_.token : m.data_token;
+    roster.token = m.data_token;
     roster.ranks = m.roster;
     if (o_.out_dir.empty()) {
       // Named with the pid, so that the next agent removes it if this one is
@@ -375,7 +382,7 @@ class ControlLink final : public AgentLink {
     agent_ok_ = error.empty();
     flush_.cancel();
     send_progress();
-    if (!error_.empty() && beast::get_lowest_layer(ws_).socket().is_open() == false) {
+    if (!error_.empty() && beast::get_lowest_layer(*ws_).socket().is_open() == false) {
       shutdown();
       return;
     }
@@ -402,7 +409,7 @@ class ControlLink final : public AgentLink {
   const AgentClientOptions& o_;
   asio::io_context ctx_{1};
   std::unique_ptr<asio::ssl::context> tls_;  // null: plain TCP
-  Ws ws_;
+  std::optional<Ws> ws_;  // always engaged
   net::Outbox<Ws> outbox_;
   asio::steady_timer flush_;
   asio::signal_set signals_;

@@ -221,7 +221,11 @@ class RunLifecycle final : public Session::Handler {
     if (stream.tls()) {
       stream.expires_after(kTlsHandshakeTimeout);
       if (auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, kTuple); ec) {
-        line_.log("rejected a connection from " + peer + ": TLS handshake failed: " + net::tls_error_text(stream, ec));
+        // A scan or a flood fails handshakes by the thousand: a line for the 1st, 10th, 100th, ...
+        if (net::log_refusal(++tls_failures_)) {
+          line_.log("rejected a connection from " + peer + ": TLS handshake failed: " + net::tls_error_text(stream, ec) + " (" +
+                    std::to_string(tls_failures_) + " so far)");
+        }
         co_return;
       }
       stream.expires_never();
@@ -663,6 +667,8 @@ class RunLifecycle final : public Session::Handler {
   const Profile& p_;
   const ControllerOptions& o_;
   Launcher& launcher_;
+  std::unique_ptr<asio::ssl::context> tls_;  // null: plain TCP; outlives the streams in ctx_'s frames
+  std::uint64_t tls_failures_ = 0;
   asio::io_context ctx_{1};
   std::optional<tcp::acceptor> acceptor_;
   net::Admission admission_;
@@ -675,7 +681,6 @@ class RunLifecycle final : public Session::Handler {
   ProgressLine line_;
   std::string token_;
   const std::string data_token_ = random_token();  // what peers present on data flows
-  std::unique_ptr<asio::ssl::context> tls_;  // null: plain TCP
   std::string address_;
   std::vector<std::shared_ptr<Session>> sessions_;
   std::vector<std::shared_ptr<Session>> feeds_;

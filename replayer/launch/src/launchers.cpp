@@ -6,6 +6,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "tensorwire/util/shell_quote.hpp"
+
 namespace tw {
 
 std::string last_log_line(const std::string& path) {
@@ -16,20 +18,6 @@ std::string last_log_line(const std::string& path) {
   }
   return last;
 }
-
-namespace {
-
-// Quotes one word for the remote shell.
-std::string shell_quote(const std::string& w) {
-  std::string out = "'";
-  for (char c : w) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
-}  // namespace
 
 std::string ProcessLauncher::log_path(RankId rank) const { return log_dir_ + "/agent-" + std::to_string(rank) + ".log"; }
 

@@ -42,6 +42,8 @@ std::unique_ptr<ssl::context> base_context(ssl::context::method m) {
 
 std::unique_ptr<ssl::context> tls_server_context(const std::string& cert_file, const std::string& key_file) {
   auto ctx = base_context(ssl::context::tls_server);
+  // An encrypted key would make OpenSSL ask on the terminal: refuse it instead.
+  SSL_CTX_set_default_passwd_cb(ctx->native_handle(), [](char*, int, int, void*) { return 0; });
   ERR_clear_error();
   if (SSL_CTX_use_certificate_chain_file(ctx->native_handle(), cert_file.c_str()) != 1) {
     throw std::runtime_error(cert_file + ": cannot use it as the controller's TLS certificate: " + openssl_reason("certificate"));
@@ -49,6 +51,9 @@ std::unique_ptr<ssl::context> tls_server_context(const std::string& cert_file, c
   if (SSL_CTX_use_PrivateKey_file(ctx->native_handle(), key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
     const std::string why = openssl_reason("private key");
     if (why == "key values mismatch") throw std::runtime_error(key_file + ": is not the key of the certificate in " + cert_file);
+    if (why == "bad decrypt" || why == "problems getting password" || why == "interrupted or cancelled") {
+      throw std::runtime_error(key_file + ": is encrypted; give the controller an unencrypted key (readable by you only)");
+    }
     throw std::runtime_error(key_file + ": cannot use it as the controller's TLS key: " + why);
   }
   if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
@@ -64,6 +69,9 @@ std::unique_ptr<ssl::context> tls_client_context(const std::string& ca_file) {
     throw std::runtime_error(ca_file + ": cannot read trusted certificates from it: " + openssl_reason("certificate"));
   }
   ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+  // A certificate in the file is trusted as it is, also an intermediate or a
+  // leaf (a run hands its agents its own chain, which need not end in a root).
+  X509_VERIFY_PARAM_set_flags(SSL_CTX_get0_param(ctx->native_handle()), X509_V_FLAG_PARTIAL_CHAIN);
   return ctx;
 }
 
@@ -77,14 +85,17 @@ void set_peer_name(ControlStream& s, const std::string& host) {
     if (X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) != 1) throw std::runtime_error("cannot check the controller's address " + host);
     return;
   }
-  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  // subjectAltName only, never the subject's common name.
+  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
   if (SSL_set1_host(ssl, host.c_str()) != 1 || SSL_set_tlsext_host_name(ssl, host.c_str()) != 1) {
     throw std::runtime_error("cannot check the controller's name " + host);
   }
 }
 
 std::string tls_error_text(ControlStream& s, const boost::system::error_code& ec) {
-  std::string text = ec.message();
+  // OpenSSL's reason alone ("certificate verify failed"), not Asio's "(SSL routines)" after it.
+  const char* reason = ec.category() == boost::asio::error::get_ssl_category() ? ERR_reason_error_string(static_cast<unsigned long>(ec.value())) : nullptr;
+  std::string text = reason ? reason : ec.message();
   if (SSL* ssl = s.native_handle()) {
     const long v = SSL_get_verify_result(ssl);
     if (v != X509_V_OK) text += " (" + std::string(X509_verify_cert_error_string(v)) + ")";

@@ -150,14 +150,12 @@ void write(json& j, const Setup& m) {
   j["settings"] = to_json(m.settings);
   j["slowdown"] = m.slowdown;
   j["delay_from_ns"] = m.delay_from;
-  if (!m.data_token.empty()) j["data_token"] = m.data_token;
+  j["data_token"] = m.data_token;
 }
 void read(const Fields& f, Setup& m) {
   m.run = f.get<std::string>("run");
   m.rank = f.get<RankId>("rank");
   m.profile = f.get<std::string>("profile");
-  m.data_token = f.get_or<std::string>("data_token", "");
-  if (m.data_token.size() > frame::kMaxTokenSize) f.bad("a \"data_token\" longer than " + std::to_string(frame::kMaxTokenSize) + " bytes");
   try {
     for (const auto& e : f.at("roster")) {
       const auto port = e.at("port").get<std::uint64_t>();
@@ -176,6 +174,8 @@ void read(const Fields& f, Setup& m) {
   }
   m.slowdown = f.get_or<double>("slowdown", 1.0);
   m.delay_from = f.get_or<std::vector<Nanos>>("delay_from_ns", {});
+  m.data_token = f.get<std::string>("data_token");
+  if (m.data_token.size() > frame::kMaxTokenSize) f.bad("a \"data_token\" longer than " + std::to_string(frame::kMaxTokenSize) + " bytes");
 }
 
 void write(json& j, const Ping& m) { j["seq"] = m.seq; }

@@ -7,6 +7,8 @@
 // Single-threaded, like the beast::tcp_stream it wraps.
 #pragma once
 
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
@@ -44,17 +46,6 @@ class ControlStream {
   void expires_never() { tcp().expires_never(); }
   void close() { tcp().close(); }
 
-  // A fresh stream of the same kind on the same executor, for another attempt
-  // to connect (a TLS session cannot be started twice).
-  void reset() {
-    Tcp fresh(get_executor());
-    if (tls_context_) {
-      s_.emplace<Tls>(std::move(fresh), *tls_context_);
-    } else {
-      s_.emplace<Tcp>(std::move(fresh));
-    }
-  }
-
   template <class Endpoints, class Token>
   auto async_connect(const Endpoints& endpoints, Token&& token) {
     return tcp().async_connect(endpoints, std::forward<Token>(token));
@@ -69,7 +60,7 @@ class ControlStream {
           if (auto* t = std::get_if<Tls>(&s_)) {
             t->async_handshake(role, std::move(handler));
           } else {
-            boost::asio::post(get_executor(), [h = std::move(handler)]() mutable { std::move(h)(boost::system::error_code{}); });
+            boost::asio::post(get_executor(), boost::asio::append(std::move(handler), boost::system::error_code{}));
           }
         },
         token);

@@ -22,7 +22,8 @@
 
 namespace tw {
 
-inline constexpr int kControlVersion = 1;
+// 2: `setup` carries the data flows' own token (data_token).
+inline constexpr int kControlVersion = 2;
 inline constexpr const char* kAgentPath = "/agent";
 inline constexpr Nanos kHeartbeatTimeout = 1800 * kMilli;  // silence after which a peer is gone
 // The largest WebSocket message each side reads. An agent sends JSON messages of
@@ -111,8 +112,7 @@ struct Setup {
   double slowdown = 1;
   std::vector<Nanos> delay_from;  // per source rank; empty: none
   // What peers present on data flows: the run's own, never the control plane's
-  // token (data flows are plain TCP even when the control plane is TLS). Empty
-  // (an older controller): the control token.
+  // token (data flows are plain TCP even when the control plane is TLS).
   std::string data_token;
   bool operator==(const Setup& o) const;
 };
