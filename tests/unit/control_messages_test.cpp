@@ -98,6 +98,18 @@ TEST(ControlMessages, MalformedMessagesGiveOneLineReasons) {
   EXPECT_EQ(agent_error(R"({"type":"progress","iterations":[[1,2]],"flows":[]})"),
             "a \"progress\" with \"iterations\" that are not [[index, start, end], ...]");
   EXPECT_EQ(agent_error(R"({"type":"file","name":"x"})"), "a \"file\" whose \"size\" is missing");
+  // Numbers are taken only as what they must be: found by control_fuzz, a float
+  // beyond an integer's range was converted (undefined behaviour).
+  EXPECT_EQ(agent_error(R"({"type":"file","name":"x","size":37777777777777777777777777777777764})"),
+            "a \"file\" whose \"size\" has the wrong type");
+  EXPECT_EQ(agent_error(R"({"type":"file","name":"x","size":1.5})"), "a \"file\" whose \"size\" has the wrong type");
+  EXPECT_EQ(agent_error(R"({"type":"file","name":"x","size":-1})"), "a \"file\" whose \"size\" has the wrong type");
+  EXPECT_EQ(agent_error(R"({"type":"hello","data_host":"a","data_port":1,"rank_hint":4294967296})"),
+            "a \"hello\" whose \"rank_hint\" has the wrong type");
+  EXPECT_EQ(agent_error(R"({"type":"progress","iterations":[[1,2,3.5]],"flows":[]})"),
+            "a \"progress\" with \"iterations\" that are not [[index, start, end], ...]");
+  EXPECT_EQ(agent_error(R"({"type":"progress","iterations":[],"flows":[[-1,2]]})"),
+            "a \"progress\" with \"flows\" that are not [[flow, bytes], ...]");
   const auto setup = decode_controller_message(R"({"type":"setup","run":"r","rank":0,"profile":"","roster":[],"settings":{}})");
   EXPECT_FALSE(setup);
   EXPECT_EQ(setup.error, "a \"setup\" with bad settings: missing \"iterations\"");

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "inline_profile.hpp"
+#include "tensorwire/core/json_value.hpp"
 #include "tensorwire/core/records.hpp"
 #include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/util/temp_dir.hpp"
@@ -25,6 +26,22 @@ std::string thrown(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+TEST(JsonExact, NumbersOnlyAsWhatTheyMustBe) {
+  using nlohmann::json;
+  EXPECT_EQ(json_exact<std::uint16_t>(json(65535)), 65535);
+  EXPECT_FALSE(json_exact<std::uint16_t>(json(65536)));
+  EXPECT_FALSE(json_exact<std::uint64_t>(json(-1)));
+  EXPECT_FALSE(json_exact<std::int64_t>(json(std::uint64_t{1} << 63)));
+  EXPECT_FALSE(json_exact<std::uint64_t>(json(3.7e31)));  // undefined behaviour through get<>()
+  EXPECT_FALSE(json_exact<int>(json(1.0)));
+  EXPECT_FALSE(json_exact<bool>(json(1)));
+  EXPECT_EQ(json_exact<double>(json(3)), 3.0);
+  EXPECT_FALSE(json_exact<std::string>(json(3)));
+  EXPECT_EQ(json_exact<std::vector<std::int64_t>>(json::parse("[1, -2]")), (std::vector<std::int64_t>{1, -2}));
+  EXPECT_FALSE(json_exact<std::vector<std::int64_t>>(json::parse("[1, 2.5]")));
+  EXPECT_FALSE(json_exact<std::vector<std::int64_t>>(json::parse("{}")));
 }
 
 TEST(DataFile, OnlyRegularFilesOfASaneSize) {

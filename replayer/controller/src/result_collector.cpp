@@ -1,5 +1,7 @@
 #include "tensorwire/controller/result_collector.hpp"
 
+#include "tensorwire/core/json_value.hpp"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -70,19 +72,22 @@ void merge_summary(const std::string& raw, const std::string& out, const ClockTr
   std::ifstream in(raw);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw std::runtime_error(who + ": uploaded a summary that is not JSON");
-  const auto to_controller = [&clock](Nanos t) { return clock.to_controller(t); };
-  try {
-    for (const char* k : {"start_ns", "end_ns"}) {
-      if (j.contains(k) && j[k].get<Nanos>() > 0) j[k] = to_controller(j[k].get<Nanos>());
+  // Times are whole nanoseconds within [0, 2^62), so that the clock's offset adds without overflow.
+  const auto to_controller = [&](const nlohmann::json& v) {
+    const auto t = json_exact<Nanos>(v);
+    if (!t || *t < 0 || *t >= (Nanos{1} << 62)) throw std::runtime_error(who + ": uploaded a summary whose times are not times: " + v.dump());
+    return *t > 0 ? clock.to_controller(*t) : *t;
+  };
+  for (const char* k : {"start_ns", "end_ns"}) {
+    if (j.contains(k)) j[k] = to_controller(j[k]);
+  }
+  if (j.contains("iteration_times_ns")) {
+    if (!j["iteration_times_ns"].is_array()) throw std::runtime_error(who + ": uploaded a summary whose iteration times are not a list");
+    for (auto& it : j["iteration_times_ns"]) {
+      if (!it.is_array() || it.size() != 2) throw std::runtime_error(who + ": uploaded a summary whose iteration times are not [start, end] pairs");
+      it[0] = to_controller(it[0]);
+      it[1] = to_controller(it[1]);
     }
-    if (j.contains("iteration_times_ns")) {
-      for (auto& it : j["iteration_times_ns"]) {
-        it[0] = to_controller(it.at(0).get<Nanos>());
-        it[1] = to_controller(it.at(1).get<Nanos>());
-      }
-    }
-  } catch (const nlohmann::json::exception&) {
-    throw std::runtime_error(who + ": uploaded a summary whose times are not numbers");
   }
   j["clock"]["merged_onto"] = "controller";
   j["clock"]["offset_ns"] = clock.empty() ? 0 : clock.points().front().second.offset;

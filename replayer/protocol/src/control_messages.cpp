@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "tensorwire/core/frame.hpp"
+#include "tensorwire/core/json_value.hpp"
 
 namespace tw {
 namespace {
@@ -50,16 +51,21 @@ class Fields {
     return static_cast<std::uint16_t>(v);
   }
   [[noreturn]] void bad(const std::string& what) const { throw Malformed(prefix() + "with " + what); }
+  // An element of a nested value (an array's, an object's) as T; else bad(what).
+  template <typename T>
+  T element(const json& v, const std::string& what) const {
+    auto x = json_exact<T>(v);
+    if (!x) bad(what);
+    return std::move(*x);
+  }
 
  private:
   std::string prefix() const { return std::string("a \"") + type_ + "\" "; }
   template <typename T>
   T as(const json& v, const char* name) const {
-    try {
-      return v.get<T>();
-    } catch (const json::exception&) {
-      throw Malformed(prefix() + "whose \"" + name + "\" has the wrong type");
-    }
+    auto x = json_exact<T>(v);
+    if (!x) throw Malformed(prefix() + "whose \"" + name + "\" has the wrong type");
+    return std::move(*x);
   }
   const json& j_;
   const char* type_;
@@ -105,17 +111,19 @@ void write(json& j, const Progress& m) {
   j["flows"] = std::move(fl);
 }
 void read(const Fields& f, Progress& m) {
-  try {
-    for (const auto& it : f.at("iterations")) {
-      m.iterations.push_back({it.at(0).get<std::uint64_t>(), it.at(1).get<Nanos>(), it.at(2).get<Nanos>()});
-    }
-  } catch (const json::exception&) {
-    f.bad("\"iterations\" that are not [[index, start, end], ...]");
+  const std::string its = "\"iterations\" that are not [[index, start, end], ...]";
+  const json& iterations = f.at("iterations");
+  if (!iterations.is_array()) f.bad(its);
+  for (const auto& it : iterations) {
+    if (!it.is_array() || it.size() != 3) f.bad(its);
+    m.iterations.push_back({f.element<std::uint64_t>(it[0], its), f.element<Nanos>(it[1], its), f.element<Nanos>(it[2], its)});
   }
-  try {
-    for (const auto& b : f.at("flows")) m.flows.push_back({b.at(0).get<std::size_t>(), b.at(1).get<std::uint64_t>()});
-  } catch (const json::exception&) {
-    f.bad("\"flows\" that are not [[flow, bytes], ...]");
+  const std::string fls = "\"flows\" that are not [[flow, bytes], ...]";
+  const json& flows = f.at("flows");
+  if (!flows.is_array()) f.bad(fls);
+  for (const auto& b : flows) {
+    if (!b.is_array() || b.size() != 2) f.bad(fls);
+    m.flows.push_back({f.element<std::size_t>(b[0], fls), f.element<std::uint64_t>(b[1], fls)});
   }
 }
 
@@ -156,14 +164,14 @@ void read(const Fields& f, Setup& m) {
   m.run = f.get<std::string>("run");
   m.rank = f.get<RankId>("rank");
   m.profile = f.get<std::string>("profile");
-  try {
-    for (const auto& e : f.at("roster")) {
-      const auto port = e.at("port").get<std::uint64_t>();
-      if (port > 65535) f.bad("a \"roster\" port out of range");
-      m.roster.push_back({e.at("rank").get<std::uint32_t>(), e.at("host").get<std::string>(), static_cast<std::uint16_t>(port)});
-    }
-  } catch (const json::exception&) {
-    f.bad("a \"roster\" that is not [{rank, host, port}, ...]");
+  const std::string rs = "a \"roster\" that is not [{rank, host, port}, ...]";
+  const json& roster = f.at("roster");
+  if (!roster.is_array()) f.bad(rs);
+  for (const auto& e : roster) {
+    if (!e.is_object() || !e.contains("port") || !e.contains("rank") || !e.contains("host")) f.bad(rs);
+    const auto port = f.element<std::uint64_t>(e["port"], rs);
+    if (port > 65535) f.bad("a \"roster\" port out of range");
+    m.roster.push_back({f.element<std::uint32_t>(e["rank"], rs), f.element<std::string>(e["host"], rs), static_cast<std::uint16_t>(port)});
   }
   try {
     m.settings = run_settings_from_json(f.at("settings"));

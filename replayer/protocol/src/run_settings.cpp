@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tensorwire/core/json_value.hpp"
+
 namespace tw {
 
 nlohmann::json to_json(const RunSettings& s) {
@@ -18,11 +20,9 @@ template <typename T>
 T field(const nlohmann::json& j, const char* name) {
   const auto it = j.find(name);
   if (it == j.end()) throw std::runtime_error(std::string("settings: missing \"") + name + "\"");
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw std::runtime_error(std::string("settings: \"") + name + "\" has the wrong type");
-  }
+  auto v = json_exact<T>(*it);
+  if (!v) throw std::runtime_error(std::string("settings: \"") + name + "\" has the wrong type");
+  return std::move(*v);
 }
 
 }  // namespace
