@@ -10,7 +10,7 @@ build=$(realpath "$1")
 tw=$build/cli/tensorwire
 work=$(mktemp -d /tmp/tw-bench-ctl.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 . "$(dirname "$0")/lib.sh"
 
 echo "## Controller"

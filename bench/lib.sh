@@ -16,3 +16,16 @@ ratio() { /usr/bin/python3 -c "print(f'{$1/$2*100:.0f}%')"; }
 change() { /usr/bin/python3 -c "print(f'{($1/$2-1)*100:+.1f}%')"; }
 # within A B RANGE: true when |A - B| <= RANGE.
 within() { awk -v a="$1" -v b="$2" -v r="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= r)}'; }
+
+# Benchmarks need a quiet machine: a build, a test or another benchmark slows the
+# baseline as much as or more than us. load1: the 1-minute load average.
+load1() { cut -d' ' -f1 /proc/loadavg; }
+# wait_quiet MAX SECONDS: waits up to SECONDS for the 1-minute load average to
+# fall to MAX or below; true if it did.
+wait_quiet() {
+  local max=$1 deadline=$((SECONDS + $2))
+  while awk -v l="$(load1)" -v m="$max" 'BEGIN {exit !(l > m)}'; do
+    [ $SECONDS -lt "$deadline" ] || return 1
+    sleep 5
+  done
+}
