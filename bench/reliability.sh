@@ -29,6 +29,8 @@ work=$(mktemp -d /tmp/tw-reliability.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export TMPDIR=$work
 cd "$work" || exit 1
+. "$root/bench/lib.sh"
+wait_quiet "${TW_BENCH_MAX_LOAD:-0.5}" 300 || { echo "reliability: the load average is $(load1): not a quiet machine" >&2; exit 1; }
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 
