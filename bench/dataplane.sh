@@ -2,9 +2,11 @@
 # Data-plane benchmarks between two agents on two hosts of the namespace testbed
 # (`tensorwire testbed up --hosts 2`: namespaces joined through a bridge), each
 # next to its baseline measured in the same run:
-#   throughput     one flow of 1, 8, 64 MiB messages vs iperf3; 4 flows vs iperf3 -P 4
+#   throughput     one flow of 1, 8, 64 MiB messages vs iperf3; 4 and 16 flows vs
+#                  iperf3 -P 4/16, on one I/O thread and on two (--io-threads 2)
 #   small messages 4 KiB and 64 KiB messages per second vs a blocking write loop
-#   start error    planned start to first write, p50 and p99, with and without spin
+#   start error    planned start to first write, p50 and p99, with and without spin,
+#                  at normal and at real-time priority pinned to a core
 #   fidelity       a bundled profile on a shaped link, communication- and
 #                  compute-bound, vs its lower bound and timing model
 # Usage: bench/dataplane.sh BUILD_DIR > fragment.md   (root; needs iproute2, iperf3)
@@ -94,21 +96,22 @@ echo "segment and runs faster."
 echo
 echo "| what | tensorwire | iperf3 -N (same socket options) | ratio | iperf3 (Nagle on) | ratio |"
 echo "|---|---|---|---|---|---|"
-tput() {  # SIZE FLOWS COUNT -> Gb/s
+tput() {  # SIZE FLOWS COUNT IO_THREADS -> Gb/s
   stream_profile "$1" "$2" "$3" > "$work/p.yaml"
-  agents "$work/p.yaml" "$work/t" --spin-us 0
+  agents "$work/p.yaml" "$work/t" --spin-us 0 --io-threads "$4"
   rate "$work/t" | cut -d' ' -f1
   rm -rf "$work/t"
 }
-for spec in "1MiB 1 2000" "8MiB 1 300" "64MiB 1 40" "8MiB 4 100"; do
+for spec in "1MiB 1 2000 1" "8MiB 1 300 1" "64MiB 1 40 1" "8MiB 4 100 1" "8MiB 4 100 2" "8MiB 16 25 1" "8MiB 16 25 2"; do
   set -- $spec
   ours=() nodelay=() nagle=()
   for ((k = 0; k < REPS; k++)); do
     nodelay+=("$(iperf "$2" -N)")
-    ours+=("$(tput "$1" "$2" "$3")")
+    ours+=("$(tput "$1" "$2" "$3" "$4")")
     nagle+=("$(iperf "$2")")
   done
   if [ "$2" = 1 ]; then what="1 flow, $1 messages"; else what="$2 flows (iperf3 -P $2), $1 messages"; fi
+  [ "$4" = 1 ] || what="$what, --io-threads $4"
   o=$(median "${ours[@]}")
   echo "| $what | $(spread "${ours[@]}") Gb/s | $(spread "${nodelay[@]}") Gb/s | $(ratio "$o" "$(median "${nodelay[@]}")") |" \
     "$(spread "${nagle[@]}") Gb/s | $(ratio "$o" "$(median "${nagle[@]}")") |"
@@ -118,9 +121,9 @@ echo "### Small messages"
 echo
 echo "Messages per second at the receiver: median of $REPS runs (range). Two baselines:"
 echo "a plain blocking write loop, and the same loop asking the kernel for the same"
-echo "transmit timestamps as the agents (three reports per write, read back after each"
-echo "write). The second isolates the replayer's own overhead from the kernel's cost of"
-echo "measuring."
+echo "transmit timestamps as the agents (on the wire and acknowledged: two reports per"
+echo "message, read back after each write). The second isolates the replayer's own"
+echo "overhead from the kernel's cost of measuring."
 echo
 echo "| message | tensorwire | blocking loop | ratio | blocking loop, timestamped | ratio |"
 echo "|---|---|---|---|---|---|"
@@ -162,16 +165,22 @@ echo "the error is the time from the planned start to the first write. Spinning 
 echo "agent's core for the spin window before every deadline; on this virtual machine timer"
 echo "wake-ups are often hundreds of microseconds late, which only a long window absorbs."
 echo
-echo "| scheduler | p50 | p99 | max |"
-echo "|---|---|---|---|"
+echo "Real-time: the agents at SCHED_FIFO priority 50 with their I/O thread pinned to a"
+echo "core (\`--realtime --pin\`, as root)."
+echo
+echo "| scheduler | priority | p50 | p99 | max |"
+echo "|---|---|---|---|---|"
 {
   echo "version: 1"; echo "iterations: 3000"; echo "iteration_barrier: false"
   echo "ranks: [{id: 0}, {id: 1}]"; echo "flows: [{id: f, src: 0, dst: 1}]"
   echo "ops:"; echo "  - {id: s, type: send, flow: f, bytes: 4096, gap: 1ms, after: [s@-1]}"
 } > "$work/prec.yaml"
-for spin in 0 50 500; do
-  agents "$work/prec.yaml" "$work/prec-$spin" --spin-us $spin
-  /usr/bin/python3 - "$work/prec-$spin" "$spin" <<'PY'
+for spec in "0 normal" "50 normal" "500 normal" "0 realtime" "50 realtime" "500 realtime"; do
+  set -- $spec
+  spin=$1
+  if [ "$2" = realtime ]; then extra=(--realtime --pin); else extra=(); fi
+  agents "$work/prec.yaml" "$work/prec-$spin-$2" --spin-us $spin "${extra[@]}"
+  /usr/bin/python3 - "$work/prec-$spin-$2" "$spin" "$2" <<'PY'
 import struct, sys
 data = open(sys.argv[1] + "/rank-0.twr", "rb").read()[16:]
 err = []
@@ -181,7 +190,8 @@ for i in range(0, len(data), 64):
     err.append((t[1] - t[0]) / 1e3)
 err.sort()
 label = "timer only (no spin)" if sys.argv[2] == "0" else f"timer, then spin the last {sys.argv[2]} us"
-print(f"| {label} | {err[len(err)//2]:.1f} us | {err[int(len(err)*0.99)]:.1f} us | {err[-1]:.1f} us |")
+prio = "SCHED_FIFO 50, pinned" if sys.argv[3] == "realtime" else "normal"
+print(f"| {label} | {prio} | {err[len(err)//2]:.1f} us | {err[int(len(err)*0.99)]:.1f} us | {err[-1]:.1f} us |")
 PY
 done
 

@@ -103,6 +103,11 @@ int run_agent_command(const AgentArgs& a) {
   c.idle_timeout = s.idle_timeout;
   c.listen_fd = UniqueFd(a.listen_fd);
   c.tx_timestamps = s.tx_timestamps;
+  c.tx_stamp_every = s.tx_stamp_every;
+  c.tx_sched = s.tx_sched;
+  c.io_threads = s.io_threads;
+  c.pin = s.pin;
+  c.realtime = s.realtime;
   if (a.start_at > 0) c.start_at = a.start_at;
   c.quiet = a.quiet;
   run_agent(p, c);

@@ -13,6 +13,22 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
   app->add_option("--delay-us", a.delay_us, "Emulated one-way latency added to every received message");
   app->add_option("--iterations", a.iterations, "Replay this many iterations instead of the profile's");
   app->add_flag("--no-tx-timestamps", a.no_tx_timestamps, "Do not ask the kernel for transmit timestamps (SO_TIMESTAMPING; they are taken in the agent's writes: about 1% of a DDP iteration on hosts sharing cores, docs/fidelity.md)");
+  app->add_option("--tx-stamp-every", a.tx_stamp_every,
+                  "Transmit timestamps for every Nth message of each flow only (results say so; default: every message)")
+      ->capture_default_str();
+  app->add_option("--tx-sched", a.tx_sched,
+                  "TX_SCHED timestamps (a message entering the queueing discipline): auto (where the flow's interface has "
+                  "one that can hold packets, not on loopback or veth), on, off")
+      ->capture_default_str();
+  app->add_option("--io-threads", a.io_threads,
+                  "I/O threads per agent, its flows spread over them (more than one only helps with more cores than agents)")
+      ->capture_default_str();
+  app->add_flag("--pin", a.pin,
+                "Pin each agent's I/O threads to cores, chosen by rank so that a host's agents spread (the scheduler "
+                "otherwise puts a sender and its receiver on one core now and then)");
+  app->add_flag("--realtime", a.realtime,
+                "Run each agent's I/O threads at real-time priority (SCHED_FIFO) where permitted (root or CAP_SYS_NICE): "
+                "a tighter start on a core of its own; with --spin-us, a spinning agent keeps its core");
   app->add_option("--connect-timeout", a.connect_timeout_s, "Seconds to get every flow connected")->capture_default_str();
   app->add_option("--idle-timeout", a.idle_timeout_s, "Seconds without progress before giving up")->capture_default_str();
 }

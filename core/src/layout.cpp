@@ -88,6 +88,12 @@ nlohmann::json read_summary(const std::string& dir, RankId rank) {
   if (const auto* o = object("options")) {
     json_bool(*o, "open_loop", path + ": options");
     json_bool(*o, "tx_timestamps", path + ": options");
+    json_count(*o, "tx_stamp_every", path + ": options", UINT32_MAX, 1);
+    json_count(*o, "tx_sched_flows", path + ": options", UINT32_MAX, 0);
+    json_count(*o, "io_threads", path + ": options", UINT32_MAX, 1);
+    json_bool(*o, "realtime", path + ": options");
+    if (o->contains("pinned_cores") && !(*o)["pinned_cores"].is_array()) throw std::runtime_error(path + ": options: 'pinned_cores' must be a list");
+    json_bool(*o, "realtime_applied", path + ": options");
     json_number(*o, "slowdown", path + ": options", 1);
     json_int(*o, "spin_ns", path + ": options");
     json_int(*o, "delay_ns", path + ": options");

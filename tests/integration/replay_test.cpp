@@ -88,6 +88,52 @@ std::string joined(const std::vector<std::string>& v) {
   return out;
 }
 
+// Transmit timestamps: one record per stamped message (every `every`th of each
+// flow), in the order of a message's life: handed over -> (queued ->) on the
+// wire -> acknowledged; TX_SCHED fields only when asked for (`sched`).
+void check_tx_stamps(const Profile& p, const std::string& dir, std::uint64_t iterations, bool sched, std::uint32_t every) {
+  std::size_t stamped = 0, complete = 0, expected = 0;
+  for (FlowIndex f = 0; f < p.flows.size(); ++f) {
+    std::uint64_t n = 0;
+    for (const Op& op : p.ops) n += op.type == OpType::send && op.flow == f ? iterations : 0;
+    expected += (n + every - 1) / every;
+  }
+  for (std::size_t rank = 0; rank < p.ranks.size(); ++rank) {
+    std::ifstream in(run_dir::summary_file(dir, static_cast<RankId>(rank)));
+    const nlohmann::json options = nlohmann::json::parse(in).at("options");
+    EXPECT_EQ(options.at("tx_stamp_every").get<std::uint32_t>(), every);
+    EXPECT_EQ(options.at("tx_sched_flows").get<std::uint64_t>() > 0, sched);
+    std::map<std::pair<std::uint32_t, std::uint32_t>, SendRecord> sent;
+    const auto records = read_records(run_dir::records_file(dir, static_cast<RankId>(rank)));
+    for (const Record& rec : records) {
+      if (!rec.is(RecordKind::send)) continue;
+      const auto s = rec.as<SendRecord>();
+      sent[{s.op, s.iteration}] = s;
+    }
+    for (const Record& record : records) {
+      if (!record.is(RecordKind::tx_timestamps)) continue;
+      ++stamped;
+      const auto rec = record.as<TxTimestampsRecord>();
+      const SendRecord& s = sent.at({rec.op, rec.iteration});
+      if (!sched) {
+        EXPECT_EQ(rec.sched_first, -1);
+        EXPECT_EQ(rec.sched_last, -1);
+      }
+      if (rec.wire_first < 0 || rec.wire_last < 0 || rec.acked < 0 || (sched && (rec.sched_first < 0 || rec.sched_last < 0))) continue;
+      ++complete;
+      EXPECT_LE(s.ready, sched ? rec.sched_first : rec.wire_first);  // not queued before it was ready
+      EXPECT_LE(rec.wire_first, rec.wire_last);
+      EXPECT_LE(rec.wire_last, rec.acked);
+      if (sched) {
+        EXPECT_LE(rec.sched_first, rec.wire_first);
+        EXPECT_LE(rec.sched_last, rec.wire_last);
+      }
+    }
+  }
+  EXPECT_EQ(stamped, expected);
+  EXPECT_GE(complete * 100, stamped * 99) << "transmit timestamps missing for more than 1% of messages";
+}
+
 TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
   TempDir dir;
   const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
@@ -122,35 +168,15 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
   EXPECT_EQ(bad.status, 1) << bad.output;
   EXPECT_NE(bad.output.find("never received"), std::string::npos) << bad.output;
 
-  // Transmit timestamps: one record per message sent, in the order of a message's
-  // life: handed over -> queued -> on the wire -> acknowledged.
-  std::size_t stamped = 0, complete = 0;
-  for (std::size_t rank = 0; rank < 2; ++rank) {
-    std::map<std::pair<std::uint32_t, std::uint32_t>, SendRecord> sent;
-    const auto records = read_records(run_dir::records_file(dir.path(), static_cast<RankId>(rank)));
-    for (const Record& rec : records) {
-      if (!rec.is(RecordKind::send)) continue;
-      const auto s = rec.as<SendRecord>();
-      sent[{s.op, s.iteration}] = s;
-    }
-    for (const Record& record : records) {
-      if (!record.is(RecordKind::tx_timestamps)) continue;
-      ++stamped;
-      const auto rec = record.as<TxTimestampsRecord>();
-      const SendRecord& s = sent.at({rec.op, rec.iteration});
-      const auto [sched_first, wire_first, wire_last, acked, sched_last] =
-          std::array{rec.sched_first, rec.wire_first, rec.wire_last, rec.acked, rec.sched_last};
-      if (sched_first < 0 || wire_first < 0 || wire_last < 0 || acked < 0 || sched_last < 0) continue;
-      ++complete;
-      EXPECT_LE(s.ready, sched_first);  // not queued before it was ready
-      EXPECT_LE(sched_first, wire_first);
-      EXPECT_LE(wire_first, wire_last);
-      EXPECT_LE(sched_last, wire_last);
-      EXPECT_LE(wire_last, acked);
-    }
-  }
-  EXPECT_EQ(stamped, 4 * sends);
-  EXPECT_GE(complete * 100, stamped * 99) << "transmit timestamps missing for more than 1% of messages";
+  // Transmit timestamps: a record per message sent, in the order of a message's
+  // life. On loopback (no queueing discipline) --tx-sched auto asks for no
+  // TX_SCHED; forced on, it comes, and every 3rd message of a flow is sampled.
+  check_tx_stamps(p, dir.path(), 4, false, 1);
+  TempDir sampled;
+  const Ran rs = run(kBinary + " replay --local 2 " + profile + " --out " + sampled.path() + " --iterations 4 --tx-sched on --tx-stamp-every 3",
+                     sampled.path());
+  ASSERT_EQ(rs.status, 0) << rs.output;
+  check_tx_stamps(p, sampled.path(), 4, true, 3);
 }
 
 TEST(Replay, FourRankResNetAndParameterServer) {
@@ -234,6 +260,57 @@ TEST(Replay, MemoryStaysFlatOverManyIterations) {
   }
   EXPECT_LT(peak[1] - peak[0], 4 * 1024) << "peak RSS " << peak[0] << " KiB for 300 iterations, " << peak[1]
                                           << " KiB for 20000";
+}
+
+// One agent driving 64 flows out and 64 in, spread over I/O threads: rank 0
+// sends on each of its flows after a compute; rank 1 answers on flow k once
+// messages k and k+1 arrived (on two flows, which may be served by two
+// threads), and rank 0's next iteration waits for every answer. Every message,
+// byte and dependency must be there with the flows spread over 1 or 3 threads,
+// and the summary says how many threads ran.
+std::string many_flows(int n) {
+  std::string y = "version: 1\niterations: 1\nranks: [{id: 0}, {id: 1}]\nflows:\n";
+  for (int k = 0; k < n; ++k) {
+    y += "  - {id: a" + std::to_string(k) + ", src: 0, dst: 1}\n  - {id: b" + std::to_string(k) + ", src: 1, dst: 0}\n";
+  }
+  y += "ops:\n  - {id: c0, type: compute, rank: 0, duration: 50us}\n";
+  std::string answers;
+  for (int k = 0; k < n; ++k) {
+    const std::string bytes = std::to_string(1 + (k * 37) % 200) + "KiB";  // 1 KiB .. 200 KiB
+    y += "  - {id: s" + std::to_string(k) + ", type: send, flow: a" + std::to_string(k) + ", bytes: " + bytes + ", after: [c0]}\n";
+    y += "  - {id: t" + std::to_string(k) + ", type: send, flow: b" + std::to_string(k) + ", bytes: " + bytes +
+         ", after: [recv:s" + std::to_string(k) + ", recv:s" + std::to_string((k + 1) % n) + "]}\n";
+    answers += (k == 0 ? "recv:t" : ", recv:t") + std::to_string(k);
+  }
+  y += "  - {id: c1, type: compute, rank: 0, duration: 10us, after: [" + answers + "]}\n";
+  return y;
+}
+
+TEST(Replay, OneAgentDrivesSixtyFourFlowsOverSeveralThreads) {
+  for (const int threads : {1, 3}) {
+    SCOPED_TRACE(std::to_string(threads) + " I/O threads");
+    TempDir dir;
+    const std::string profile = dir.path() + "/many.yaml";
+    std::ofstream(profile) << many_flows(64);
+    const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() + " --iterations 20 --io-threads " +
+                          std::to_string(threads),
+                      dir.path());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const Profile p = load(profile);
+    const RunCheck c = check(p, dir.path(), {20, false, 50 * kMicro});
+    EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
+    EXPECT_EQ(c.messages, 20U * 128);
+    EXPECT_GT(c.dependencies_checked, 20U * 128);
+    for (int rank = 0; rank < 2; ++rank) {
+      std::ifstream in(run_dir::summary_file(dir.path(), static_cast<RankId>(rank)));
+      const nlohmann::json j = nlohmann::json::parse(in);
+      EXPECT_EQ(j.at("options").at("io_threads").get<int>(), threads);
+      EXPECT_EQ(j.at("counters").at("messages_sent").get<std::uint64_t>(), 20U * 64);
+      EXPECT_EQ(j.at("counters").at("messages_received").get<std::uint64_t>(), 20U * 64);
+      EXPECT_EQ(j.at("counters").at("records_dropped").get<std::uint64_t>(), 0U);
+    }
+    check_tx_stamps(p, dir.path(), 20, false, 1);
+  }
 }
 
 // Two ranks, 5 iterations: rank 0 computes, sends 64 KiB on `flow_a` (its flow
@@ -386,8 +463,16 @@ TEST(Replay, AKilledPeerMakesTheOtherExitWithAClearError) {
   const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
   ChildProcess a = pair.start(0, profile, {"--iterations", "100000"});
   ChildProcess b = pair.start(1, profile, {"--iterations", "100000"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // Killed once the two are connected and replaying: rank 0 has written records
+  // (a fixed sleep is too short for agents under a sanitizer on a busy machine).
+  const std::string records = run_dir::records_file(dir.path(), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::error_code ec;
+  while (std::chrono::steady_clock::now() < deadline && !a.poll().has_value() &&
+         !(std::filesystem::file_size(records, ec) >= 64 * 1024 && !ec))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_FALSE(a.poll().has_value());
+  ASSERT_GE(std::filesystem::file_size(records, ec), 64U * 1024) << "rank 0 is not replaying after 30 s";
   b.signal(SIGKILL);
   const int st = wait_for(a, std::chrono::seconds(10));
   ASSERT_NE(st, -1) << "the surviving agent did not exit";

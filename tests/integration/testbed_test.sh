@@ -82,6 +82,11 @@ for a in j["agents"]:
 r = json.load(open("r4/run.json"))
 peers = {a["peer"].split(":")[0] for a in r["agents"]}
 assert len(peers) == 4, peers  # four hosts, four addresses
+# Shaped links have a queueing discipline in each host: --tx-sched auto asks
+# for TX_SCHED on every outgoing flow there (on loopback, replay_test, on none).
+for rank in range(4):
+    o = json.load(open(f"r4/rank-{rank}.json"))["options"]
+    assert o["tx_sched_flows"] == 1, (rank, o)
 PY
 }
 check "a bundled profile across 4 namespaces; clock offsets within their bounds" four_namespaces

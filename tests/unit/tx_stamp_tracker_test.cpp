@@ -74,6 +74,29 @@ TEST(TxStampTracker, AReportCoversEveryMessageEndingAtOrBeforeItsKeyAndKeepsTheF
   EXPECT_EQ(t.lost(), 1U + 1U + 2U) << "sched_last of each, and acked of the last";
 }
 
+// Sampled stamping (--tx-stamp-every N): a message not asked about takes its
+// bytes in the stream but yields no record; without TX_SCHED its sched fields
+// are not counted lost.
+TEST(TxStampTracker, UnstampedMessagesOnlyTakeTheirPlaceInTheStream) {
+  TxStampTracker t(0, 0, 8, false);
+  t.track(1, 0, 100, true);    // bytes 0..99
+  t.track(2, 0, 100, false);   // 100..199: not asked
+  t.track(3, 0, 100, true);    // 200..299
+  t.apply(stamp(kSoft, 299, 10));
+  t.apply(stamp(kAck, 299, 20));
+  const auto a = t.pop();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->op, 1U);
+  EXPECT_EQ(a->wire_last, 10) << "a report covers the messages that end before its key";
+  EXPECT_EQ(a->acked, 20);
+  const auto b = t.pop();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->op, 3U) << "the unstamped message between has no record";
+  EXPECT_EQ(b->wire_last, 10);
+  EXPECT_FALSE(t.pop().has_value());
+  EXPECT_EQ(t.lost(), 0U) << "no sched was asked for";
+}
+
 TEST(TxStampTracker, KeysWrapAt32Bits) {
   TxStampTracker t(0, 0, 4);
   const std::uint64_t before = (std::uint64_t{1} << 32) - 50;

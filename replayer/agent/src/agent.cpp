@@ -1,29 +1,39 @@
 // The Agent wires the data plane together and owns the run's life cycle: the
 // listener and the flows' handshakes (FlowConnector), the flows (OutgoingFlow,
 // IncomingFlow), the executor driven by precise timers, the watchdog, the
-// recorder and the summary. Threads: one Asio io_context thread runs all of it;
-// the recorder has its own thread; AgentSteering is called from the link's thread
-// and posts into the context. Setup is written as coroutines (each started with
+// recorder and the summary. Threads: the main I/O thread (the one that calls
+// run()) runs the executor, the timers, the set-up and its share of the flows;
+// with io_threads > 1 the flows are dealt round-robin over it and io_threads - 1
+// worker threads, each with its own io_context, and everything between a flow and
+// the executor is posted between the two threads (a flow's events in the order
+// the flow raised them). The recorder has its own thread, fed by one producer per
+// I/O thread; AgentSteering is called from the link's thread and posts into the
+// main context. Setup is written as coroutines (each started with
 // net::spawn_task, so its failure ends the run); the per-message hot path as
 // callbacks on long-lived per-flow state, so that no message allocates.
 #include "tensorwire/agent/agent.hpp"
 
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "clock.hpp"
 #include "compute_pacer.hpp"
@@ -31,6 +41,7 @@
 #include "incoming_flow.hpp"
 #include "outgoing_flow.hpp"
 #include "precise_timer.hpp"
+#include "qdisc.hpp"
 #include "recorder.hpp"
 #include "run_summary.hpp"
 #include "tensorwire/core/frame.hpp"
@@ -76,23 +87,23 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         realtime_offset_(clock_ns(CLOCK_REALTIME) - mono_now()),
         digest_(frame::profile_digest(p)),
         listen_fd_(std::move(listen_fd)),
+        threads_(std::max<std::uint32_t>(1, c.io_threads)),
         executor_(p, c.rank, c.executor),
         iterations_(executor_.iterations()),
         wake_(ctx_, c.spin),
         compute_timer_(ctx_, c.spin),
         watchdog_(ctx_),
         signals_(ctx_, SIGINT, SIGTERM),
-        recorder_(run_dir::records_file(c.out_dir, c.rank)),
+        recorder_(run_dir::records_file(c.out_dir, c.rank), threads_),
         connector_(p, c.roster, c.rank, digest_, [this](const std::string& m) { log(m); }) {
     recv_seen_.assign(p_.ops.size(), 0);
     slot_of_flow_.assign(p_.flows.size(), -1);
+    for (std::size_t t = 1; t < threads_; ++t) workers_.push_back(std::make_unique<Worker>(*this, t));
     Bytes largest = frame::kHeaderSize;
     for (const Op& op : p_.ops) {
       if (op.type == OpType::send && op.rank == rank_) largest = std::max(largest, frame::wire_bytes(op.bytes));
     }
     payload_.assign(static_cast<std::size_t>(std::min<Bytes>(largest, kMaxChunk)), std::byte{0});
-    std::size_t inbound = 0;
-    for (const Flow& f : p_.flows) inbound += f.dst == rank_ ? 1 : 0;
     std::vector<char> prioritised(p_.flows.size(), 0);
     for (const Op& op : p_.ops) {
       if (op.type == OpType::send && op.priority != 0) prioritised[op.flow] = 1;
@@ -100,23 +111,27 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     for (std::size_t f = 0; f < p_.flows.size(); ++f) {
       const auto flow = static_cast<FlowIndex>(f);
       if (p_.flows[f].src == rank_) {
+        const std::size_t t = out_.size() % threads_;
         slot_of_flow_[f] = static_cast<int>(out_.size());
-        out_.push_back(std::make_unique<OutgoingFlow>(ctx_, p_, flow, rank_, payload_, recorder_,
-                                                      static_cast<OutgoingFlow::Events&>(*this), realtime_offset_,
-                                                      prioritised[f] != 0));
+        out_thread_.push_back(t);
+        out_.push_back(std::make_unique<OutgoingFlow>(io(t), p_, flow, rank_, payload_, recorder_.producer(t), out_events(t),
+                                                      realtime_offset_, prioritised[f] != 0));
       } else if (p_.flows[f].dst == rank_) {
+        // Incoming flows dealt from the other end, so that a rank that sends
+        // and receives as much spreads both over its threads.
+        const std::size_t t = (threads_ - 1 - in_.size() % threads_);
         slot_of_flow_[f] = static_cast<int>(in_.size());
+        in_thread_.push_back(t);
         const RankId src = p_.flows[f].src;
         IncomingFlow::Settings s;
         s.delay = c.delay + (src < c.delay_from.size() ? c.delay_from[src] : 0);
         s.read_lag = p_.flows[f].read_lag;
-        s.wake = &wake_delay_;
+        s.wake_early = &wake_early_;
         s.spin = c.spin;
-        s.read_buffer = read_buffer_size(flow, inbound);
+        s.read_buffer = kReadBuffer;
         s.iterations = iterations_;
         s.realtime_offset = realtime_offset_;
-        in_.push_back(std::make_unique<IncomingFlow>(ctx_, p_, flow, rank_, s, recv_seen_, recorder_,
-                                                     static_cast<IncomingFlow::Events&>(*this)));
+        in_.push_back(std::make_unique<IncomingFlow>(io(t), p_, flow, rank_, s, recv_seen_, recorder_.producer(t), in_events(t)));
       }
     }
     progress_every_ = std::max<std::uint64_t>(1, iterations_ / 10);
@@ -127,20 +142,27 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       std::lock_guard lock(mailbox_->mutex);
       mailbox_->ctx = nullptr;
     }
+    stop_workers();
   }
 
   void run() {
+    if (c_.pin) {
+      if (const int cpu = pin_thread(0); cpu >= 0) pinned_cores_.push_back(cpu);
+    }
+    if (c_.realtime) realtime_applied_ = make_realtime();
+    for (auto& w : workers_) w->start();
     if (c_.link) attach_link();
     signals_.async_wait([this](const error_code& ec, int sig) {
       if (!ec) fail(who() + ": interrupted by signal " + std::to_string(sig));
     });
     setup_deadline_ = mono_now() + c_.connect_timeout;
-    last_progress_ = mono_now();
+    progress();
     watch();
     open_listener();
     for (auto& o : out_) spawn(connect_flow(*o));
     check_connected();
     ctx_.run();
+    stop_workers();
     run_max_rss_kib_ = max_rss_kib();  // the run's own peak, before the summary is built
     finish_files();
     if (!error_.empty()) throw std::runtime_error(error_);
@@ -148,12 +170,10 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
 
  private:
   static constexpr Bytes kMaxChunk = 256 * kKiB;
-  // Reads: large buffers cut system calls (a 4 MiB buffer moves 1.4x the bytes of a
-  // 256 KiB one on loopback); sized per flow by its largest message, within a
-  // budget for ranks with many flows.
-  static constexpr std::size_t kMinReadBuffer = 256 * 1024;
-  static constexpr std::size_t kMaxReadBuffer = 4 * 1024 * 1024;
-  static constexpr std::size_t kReadBudget = 256 * 1024 * 1024;
+  // Reads of at most 256 KiB: the buffer stays in the core's cache while the
+  // kernel copies into it (4 MiB buffers moved 20-30% fewer bytes per second
+  // between two namespace hosts than 128-256 KiB ones, bench/dataplane.sh).
+  static constexpr std::size_t kReadBuffer = 256 * 1024;
   static constexpr Nanos kTcpInfoEvery = 10 * kMilli;
 
   std::string who() const { return "rank " + std::to_string(rank_); }
@@ -163,6 +183,133 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
 
   void spawn(asio::awaitable<void> task) {
     net::spawn_task(ctx_, std::move(task), [this](const std::string& what) { fail(what); });
+  }
+
+  // --pin: this (the I/O) thread on one of the cores the agent may use, chosen
+  // by rank so that the agents of a host spread over them, and the recorder's
+  // thread with the first (left free, it ran beside the other agent of a host
+  // and cost a third of a flow's rate). Returns the core, or -1.
+  int pin_thread(std::size_t index) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) == 0) return -1;
+    int pick = static_cast<int>((rank_ * c_.io_threads + index) % static_cast<std::size_t>(CPU_COUNT(&allowed)));
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (!CPU_ISSET(cpu, &allowed) || pick-- > 0) continue;
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      if (::sched_setaffinity(0, sizeof one, &one) != 0) {
+        log("--pin: cannot pin to core " + std::to_string(cpu) + ": " + std::strerror(errno));
+        return -1;
+      }
+      if (index == 0) recorder_.pin(cpu);
+      return cpu;
+    }
+    return -1;
+  }
+
+  // --realtime: this (the I/O) thread at SCHED_FIFO. Without the privilege (root
+  // or CAP_SYS_NICE), says so and runs as it was.
+  bool make_realtime() {
+    sched_param sp{};
+    sp.sched_priority = 50;
+    if (::sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+      log(std::string("--realtime: not permitted (") + std::strerror(errno) + "); running at normal priority");
+      return false;
+    }
+    return true;
+  }
+
+  // ---- I/O threads ------------------------------------------------------------
+
+  // A worker I/O thread: its io_context, kept running until stop_workers().
+  struct Worker {
+    Worker(Agent& a, std::size_t index) : agent(a), index(index), relay(a) {}
+    ~Worker() { stop(); }
+    void start() {
+      thread = std::thread([this] {
+        if (agent.c_.pin) cpu = agent.pin_thread(index);
+        if (agent.c_.realtime) realtime = agent.make_realtime();
+        ctx.run();
+      });
+    }
+    // After what was posted to it before.
+    void stop() {
+      if (!thread.joinable()) return;
+      asio::post(ctx, [this] { ctx.stop(); });
+      thread.join();
+    }
+    Agent& agent;
+    std::size_t index;
+    asio::io_context ctx{1};
+    asio::executor_work_guard<asio::io_context::executor_type> guard{ctx.get_executor()};
+    std::thread thread;
+    int cpu = -1;
+    bool realtime = false;
+
+    // The events of this thread's flows, passed to the agent on the main thread.
+    struct Relay final : OutgoingFlow::Events, IncomingFlow::Events {
+      explicit Relay(Agent& a) : agent(a) {}
+      void progress() override { agent.progress(); }  // an atomic store
+      bool stopped() const override { return agent.stopped_.load(std::memory_order_relaxed); }
+      void sent(OutgoingFlow& o, const Action& a, Nanos now) override {
+        asio::post(agent.ctx_, [ag = &agent, o = &o, a, now] { ag->sent(*o, a, now); });
+      }
+      void write_failed(OutgoingFlow& o, const std::string& why) override {
+        asio::post(agent.ctx_, [ag = &agent, o = &o, why] { ag->write_failed(*o, why); });
+      }
+      void closed(OutgoingFlow& o) override {
+        asio::post(agent.ctx_, [ag = &agent, o = &o] { ag->closed(*o); });
+      }
+      void received(OpIndex op, std::uint32_t iteration, Nanos at) override {
+        asio::post(agent.ctx_, [ag = &agent, op, iteration, at] { ag->received(op, iteration, at); });
+      }
+      void after_events() override {
+        asio::post(agent.ctx_, [ag = &agent] { ag->after_events(); });
+      }
+      void failed(std::string why) override {
+        asio::post(agent.ctx_, [ag = &agent, why = std::move(why)]() mutable { ag->failed(std::move(why)); });
+      }
+      void ended(IncomingFlow& in) override {
+        asio::post(agent.ctx_, [ag = &agent, in = &in] { ag->ended(*in); });
+      }
+      Agent& agent;
+    } relay;
+  };
+
+  asio::io_context& io(std::size_t t) { return t == 0 ? ctx_ : workers_[t - 1]->ctx; }
+  OutgoingFlow::Events& out_events(std::size_t t) {
+    return t == 0 ? static_cast<OutgoingFlow::Events&>(*this) : workers_[t - 1]->relay;
+  }
+  IncomingFlow::Events& in_events(std::size_t t) {
+    return t == 0 ? static_cast<IncomingFlow::Events&>(*this) : workers_[t - 1]->relay;
+  }
+  // Runs fn on I/O thread t: at once on the main thread (this one), else posted
+  // to the worker, after what was posted to it before.
+  template <typename F>
+  void on_thread(std::size_t t, F&& fn) {
+    if (t == 0) {
+      fn();
+    } else {
+      asio::post(workers_[t - 1]->ctx, std::forward<F>(fn));
+    }
+  }
+  void stop_workers() {
+    for (auto& w : workers_) w->stop();
+  }
+  // A socket set up on the main context, moved to thread t's.
+  tcp::socket rehome(tcp::socket sock, std::size_t t) {
+    if (t == 0) return sock;
+    error_code ec;
+    const auto protocol = sock.local_endpoint(ec).protocol();
+    const int fd = sock.release(ec);
+    if (ec) throw std::runtime_error(who() + ": cannot move a socket to I/O thread " + std::to_string(t) + ": " + ec.message());
+    return tcp::socket(io(t), protocol, fd);
+  }
+  void observe_wake(Nanos set, Nanos woke) {
+    wake_delay_.observe(set, woke);
+    wake_early_.store(wake_delay_.early(), std::memory_order_relaxed);
   }
 
   // ---- a controller connection ----------------------------------------------
@@ -206,6 +353,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   void fail(std::string message) {
     if (!error_.empty()) return;
     error_ = std::move(message);
+    stopped_.store(true, std::memory_order_relaxed);
     shutdown_all();
   }
 
@@ -216,13 +364,13 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     wake_.cancel();
     compute_timer_.cancel();
     if (acceptor_) acceptor_->close(ignored);
-    for (auto& o : out_) o->close();
-    for (auto& in : in_) in->close();
+    for (std::size_t i = 0; i < out_.size(); ++i) on_thread(out_thread_[i], [o = out_[i].get()] { o->close(); });
+    for (std::size_t i = 0; i < in_.size(); ++i) on_thread(in_thread_[i], [in = in_[i].get()] { in->close(); });
     for (auto* s : pending_) s->close(ignored);
     ctx_.stop();
   }
 
-  void progress() override { last_progress_ = mono_now(); }
+  void progress() override { last_progress_.store(mono_now(), std::memory_order_relaxed); }
 
   void watch() {
     watchdog_.expires_after(std::chrono::milliseconds(200));
@@ -233,7 +381,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         fail(who() + ": flows not connected after " + human_duration(c_.connect_timeout) + ": " + unconnected());
         return;
       }
-      if (started_ && !awaiting_start_ && now - last_progress_ > c_.idle_timeout) {
+      if (started_ && !awaiting_start_ && now - last_progress_.load(std::memory_order_relaxed) > c_.idle_timeout) {
         fail(who() + ": no progress for " + human_duration(c_.idle_timeout) + "; at " +
              (executor_.finished() ? std::string("the end, waiting for peers to finish") : executor_.waiting_for()));
         return;
@@ -292,25 +440,24 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     const auto flow = co_await connector_.answer(sock, [this](FlowIndex f) { return incoming(f).connected(); });
     ticket.release();
     if (!flow || !error_.empty()) co_return;
-    incoming(*flow).start(std::move(sock), peer);
+    const std::size_t t = in_thread_[static_cast<std::size_t>(slot_of_flow_[*flow])];
+    IncomingFlow& in = incoming(*flow);
+    in.adopt(rehome(std::move(sock), t), peer);
+    on_thread(t, [&in] { in.read(); });
     check_connected();
-  }
-
-  std::size_t read_buffer_size(FlowIndex flow, std::size_t inbound) const {
-    Bytes largest = 0;
-    for (const Op& op : p_.ops) {
-      if (op.type == OpType::send && op.flow == flow) largest = std::max(largest, frame::wire_bytes(op.bytes));
-    }
-    const std::size_t budget = std::max(kMinReadBuffer, kReadBudget / std::max<std::size_t>(inbound, 1));
-    return std::clamp(static_cast<std::size_t>(std::min<Bytes>(largest, kMaxReadBuffer)), kMinReadBuffer,
-                      std::min(kMaxReadBuffer, budget));
   }
 
   asio::awaitable<void> connect_flow(OutgoingFlow& o) {
     tcp::socket sock = co_await connector_.dial(o.flow(), steady_at(setup_deadline_), c_.connect_timeout);
     if (!error_.empty()) co_return;
     const auto& e = c_.roster.ranks.at(p_.flows[o.flow()].dst);
-    const std::string why = o.attach(std::move(sock), e.host + ":" + std::to_string(e.port), c_.tx_timestamps);
+    TxStampPolicy stamps;
+    stamps.on = c_.tx_timestamps;
+    stamps.every = c_.tx_stamp_every;
+    stamps.sched = stamps.on && (c_.tx_sched == TxSched::on || (c_.tx_sched == TxSched::automatic && egress_can_queue(sock.native_handle())));
+    tx_sched_flows_ += stamps.sched ? 1 : 0;
+    const std::size_t t = out_thread_[static_cast<std::size_t>(slot_of_flow_[o.flow()])];
+    const std::string why = o.attach(rehome(std::move(sock), t), e.host + ":" + std::to_string(e.port), stamps);
     if (!why.empty()) log(flow_text(p_, o.flow()) + ": no transmit timestamps (" + why + ")");
     check_connected();
   }
@@ -344,7 +491,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     log("connected; starting");
     progress();
     started_at_ = now;
-    for (auto& o : out_) o->watch_stamps();
+    for (std::size_t i = 0; i < out_.size(); ++i) on_thread(out_thread_[i], [o = out_[i].get()] { o->watch_stamps(); });
     executor_.start(now);
     pump();
   }
@@ -355,8 +502,20 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     while (executor_.next_action(a)) {
       if (a.kind == Action::Kind::compute) {
         start_compute(a);
-      } else {
-        outgoing(p_.ops[a.op].flow).send(a);
+      } else if (const int slot = slot_of_flow_[p_.ops[a.op].flow]; out_thread_[static_cast<std::size_t>(slot)] != 0) {
+        // The flow's thread sends it, and tells when it was whole in the kernel.
+        OutgoingFlow* o = out_[static_cast<std::size_t>(slot)].get();
+        on_thread(out_thread_[static_cast<std::size_t>(slot)], [this, o, a] {
+          if (const auto sent = o->send(a)) {
+            asio::post(ctx_, [this, a, at = *sent] {
+              executor_.send_done(a.op, a.iteration, at);
+              pump();
+            });
+          }
+        });
+      } else if (const auto sent = out_[static_cast<std::size_t>(slot)]->send(a)) {
+        // Whole in the kernel at once: its dependents may be ready now, in this loop.
+        executor_.send_done(a.op, a.iteration, *sent);
       }
     }
     Executor::IterationTimes it;
@@ -371,7 +530,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       const WakePlan plan = plan_wake(*w, c_.spin, wake_delay_);
       wake_.at(plan.set, [this, plan](Nanos now) {
         armed_wake_.reset();
-        if (wake_.timed()) wake_delay_.observe(plan.set - plan.spin, wake_.woke());
+        if (wake_.timed()) observe_wake(plan.set - plan.spin, wake_.woke());
         executor_.tick(std::max(now, plan.planned));
         pump();
       }, plan.spin);
@@ -387,7 +546,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     const Nanos spin = c_.spin > 0 ? std::max(c_.spin, wake_delay_.early()) : 0;
     const Nanos target = c_.spin > 0 ? end : std::max(start, end - wake_delay_.early());
     compute_timer_.at(target, [this, a, start, set = target - spin](Nanos now) {
-      if (compute_timer_.timed()) wake_delay_.observe(set, compute_timer_.woke());
+      if (compute_timer_.timed()) observe_wake(set, compute_timer_.woke());
       pacer_.ended(now);
       ComputeRecord r;
       r.rank = static_cast<std::uint16_t>(rank_);
@@ -448,14 +607,16 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     const Nanos mono = mono_now();
     if (mono - last_tcp_info_ < kTcpInfoEvery && it.iteration + 1 != iterations_) return;
     last_tcp_info_ = mono;
-    for (const auto& o : out_) o->record_tcp_info(real(mono));
+    for (std::size_t i = 0; i < out_.size(); ++i) {
+      on_thread(out_thread_[i], [o = out_[i].get(), at = real(mono)] { o->record_tcp_info(at); });
+    }
   }
 
   void start_finishing() {
     finishing_ = true;
     finished_at_ = mono_now();
     // Everything this rank sends has been handed to the kernel: tell the peers.
-    for (auto& o : out_) o->shutdown_send();
+    for (std::size_t i = 0; i < out_.size(); ++i) on_thread(out_thread_[i], [o = out_[i].get()] { o->shutdown_send(); });
     maybe_stop();
   }
 
@@ -465,11 +626,14 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       if (!in->ended()) return;
     }
     // Wait for the peers' FINs on our outgoing sockets, so no connection is reset
-    // while a peer still reads; the idle watchdog bounds the wait.
-    for (auto& o : out_) {
-      if (!o->connected()) continue;
+    // while a peer still reads; the idle watchdog bounds the wait. Once: every
+    // incoming flow's end comes here.
+    if (finish_sent_) return;
+    finish_sent_ = true;
+    for (std::size_t i = 0; i < out_.size(); ++i) {
+      if (!out_[i]->connected()) continue;
       ++closing_;
-      o->finish();
+      on_thread(out_thread_[i], [o = out_[i].get()] { o->finish(); });
     }
     if (closing_ == 0) done();
   }
@@ -518,6 +682,16 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     s.spin = c_.spin;
     s.delay = c_.delay;
     s.tx_timestamps = c_.tx_timestamps;
+    s.tx_stamp_every = c_.tx_stamp_every;
+    s.tx_sched_flows = tx_sched_flows_;
+    s.io_threads = c_.io_threads;
+    s.realtime = c_.realtime;
+    s.realtime_applied = realtime_applied_;
+    s.pinned_cores = pinned_cores_;
+    for (const auto& w : workers_) {
+      if (w->cpu >= 0) s.pinned_cores.push_back(w->cpu);
+      s.realtime_applied = s.realtime_applied && w->realtime;
+    }
     try {
       s.write(run_dir::summary_file(c_.out_dir, rank_));
     } catch (const std::exception& e) {
@@ -535,12 +709,16 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   // ~io_context destroys the frames of suspended handshakes, and each frame's
   // Listed guard erases its socket from here.
   std::vector<tcp::socket*> pending_;
+  std::size_t threads_;  // I/O threads: this one and the workers
   asio::io_context ctx_{1};
+  // Declared before the flows, whose sockets and timers belong to their contexts.
+  std::vector<std::unique_ptr<Worker>> workers_;
   Executor executor_;
   std::uint64_t iterations_;
   PreciseTimer wake_;
   PreciseTimer compute_timer_;
   WakeDelay wake_delay_;
+  std::atomic<Nanos> wake_early_{0};  // wake_delay_.early(), for the flows' threads
   ComputePacer pacer_;
   asio::steady_timer watchdog_;
   asio::signal_set signals_;
@@ -552,20 +730,26 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   std::vector<int> slot_of_flow_;
   std::vector<std::unique_ptr<OutgoingFlow>> out_;
   std::vector<std::unique_ptr<IncomingFlow>> in_;
+  std::vector<std::size_t> out_thread_, in_thread_;  // the I/O thread of each
   std::vector<std::pair<Nanos, Nanos>> iteration_times_;
   std::optional<Nanos> armed_wake_;
   long run_max_rss_kib_ = 0;
   Nanos last_tcp_info_ = -kSecond;
   Nanos setup_deadline_ = 0;
-  Nanos last_progress_ = 0;
+  std::atomic<Nanos> last_progress_{0};
+  std::atomic<bool> stopped_{false};  // the run failed (error_ is set)
   Nanos started_at_ = 0;
   Nanos finished_at_ = 0;
   bool started_ = false;
   bool awaiting_start_ = false;  // connected; the controller has not said when to begin
   bool finishing_ = false;
+  bool finish_sent_ = false;  // the outgoing flows were told to finish
   std::shared_ptr<Mailbox> mailbox_;
   std::vector<std::pair<FlowIndex, std::uint64_t>> link_bytes_;
   int closing_ = 0;
+  std::uint64_t tx_sched_flows_ = 0;
+  bool realtime_applied_ = false;
+  std::vector<int> pinned_cores_;
   std::uint64_t progress_every_ = 1;
   std::string error_;
 };

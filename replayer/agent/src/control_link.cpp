@@ -340,6 +340,11 @@ class ControlLink final : public AgentLink {
     // The listening socket's hand-over to the agent, which owns it from here.
     config_.listen_fd = std::move(listen_fd_);
     config_.tx_timestamps = m.settings.tx_timestamps;
+    config_.tx_stamp_every = m.settings.tx_stamp_every;
+    config_.tx_sched = m.settings.tx_sched;
+    config_.io_threads = m.settings.io_threads;
+    config_.pin = m.settings.pin;
+    config_.realtime = m.settings.realtime;
     config_.quiet = o_.quiet;
     config_.link = this;
     agent_running_ = true;

@@ -2,9 +2,12 @@
 // profile, records a ReceiveRecord per message and delivers it to the rank's ops,
 // after the emulated one-way delay and the flow's read lag when there are any. Reads into one buffer per
 // flow and decodes in place: no allocation per message. Single-threaded: the
-// agent's I/O thread; the flow must outlive every operation it started.
+// I/O thread of the flow's io_context (adopt() and connected() on the thread
+// that owns the flow, before that thread is told to read(); ended() from any);
+// the flow must outlive every operation it started.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
@@ -37,9 +40,10 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     Nanos delay = 0;  // emulated one-way latency
     // The flow's read lag (Flow::read_lag): a message goes to the ops that long
     // after it arrived, taken as its read less the agent's usual wake-up delay
-    // (`wake`, when given), never before its read.
+    // (`wake_early`, WakeDelay::early() as the agent's timers last saw it, when
+    // given), never before its read.
     Nanos read_lag = 0;
-    const WakeDelay* wake = nullptr;
+    const std::atomic<Nanos>* wake_early = nullptr;
     Nanos spin = 0;  // of the delivery timer
     std::size_t read_buffer = 256 * 1024;
     std::uint64_t iterations = 0;
@@ -49,14 +53,20 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   // `seen[op]`: how many iterations of each op arrived, shared by the rank's
   // incoming flows. Everything must outlive the flow.
   IncomingFlow(boost::asio::io_context& ctx, const Profile& p, FlowIndex flow, RankId rank, Settings s,
-               std::vector<std::uint32_t>& seen, Recorder& recorder, Events& events);
+               std::vector<std::uint32_t>& seen, Recorder::Producer& recorder, Events& events);
 
-  // The handshake is done: takes the socket and starts reading.
-  void start(boost::asio::ip::tcp::socket sock, std::string peer);
+  // The handshake is done: takes the socket (of the flow's io_context)...
+  void adopt(boost::asio::ip::tcp::socket sock, std::string peer);
+  // ...and, on the flow's thread, starts reading.
+  void read();
+  void start(boost::asio::ip::tcp::socket sock, std::string peer) {
+    adopt(std::move(sock), std::move(peer));
+    read();
+  }
   void close();
 
   bool connected() const { return sock_.has_value(); }
-  bool ended() const { return eof_; }
+  bool ended() const { return eof_.load(std::memory_order_acquire); }
   FlowIndex flow() const { return flow_; }
   std::uint64_t messages() const { return messages_; }
   std::uint64_t bytes() const { return bytes_; }
@@ -68,7 +78,9 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     std::uint32_t iteration;
   };
 
-  void read_more();
+  static constexpr int kReadsPerTurn = 16;
+  void wait_readable();
+  void read_some();
   void peer_closed();
   std::string where() const;
   void arm_delivery();
@@ -82,7 +94,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   RankId rank_;
   Settings s_;
   std::vector<std::uint32_t>& seen_;
-  Recorder& recorder_;
+  Recorder::Producer& recorder_;
   Events& events_;
   std::uint64_t expected_ = 0;  // messages in the run
   std::optional<boost::asio::ip::tcp::socket> sock_;
@@ -91,7 +103,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   std::vector<std::byte> buffer_;
   Nanos read_at_ = 0;  // when the read being decoded returned
   Nanos first_byte_ = 0;  // of the message being received
-  bool eof_ = false;
+  std::atomic<bool> eof_{false};
   std::uint64_t messages_ = 0, bytes_ = 0;
   // Messages waiting out the delay: one delay per flow, so in arrival order.
   // Popped from head_, cleared when empty: the vector keeps its capacity.

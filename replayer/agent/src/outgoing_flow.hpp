@@ -1,12 +1,18 @@
 // One flow out of this rank: the socket, the message being written and its
 // transmit timestamps. Writes a message as its header and views of one shared
-// payload buffer, never allocating per message. Records a SendRecord per message
-// and TxTimestampsRecords as the kernel reports. Single-threaded: the agent's I/O
-// thread; the flow must outlive every operation it started (the Agent owns it).
+// payload buffer with non-blocking sendmsg calls of up to 256 KiB, straight from
+// send() while the socket takes them and from a writability wait when it is
+// full; never allocates per message. Records a SendRecord per message and
+// TxTimestampsRecords as the kernel reports, for every message or every Nth
+// (TxStampPolicy). Single-threaded: the I/O thread of the flow's io_context
+// (attach() before that thread is told of the flow; bytes() from any thread);
+// the flow must outlive every operation it started (the Agent owns it).
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
@@ -21,6 +27,13 @@
 #include "tx_timestamps.hpp"
 
 namespace tw {
+
+// Which messages ask the kernel for transmit timestamps, and which ones.
+struct TxStampPolicy {
+  bool on = false;
+  bool sched = false;        // TX_SCHED too: where a queueing discipline can hold packets
+  std::uint32_t every = 1;   // every Nth message of the flow (1: each)
+};
 
 class OutgoingFlow {
  public:
@@ -37,21 +50,23 @@ class OutgoingFlow {
   // outlive the flow. realtime_offset: CLOCK_REALTIME minus CLOCK_MONOTONIC.
   // prioritised: the flow's sends have priorities (see send()).
   OutgoingFlow(boost::asio::io_context& ctx, const Profile& p, FlowIndex flow, RankId rank, std::span<const std::byte> payload,
-               Recorder& recorder, Events& events, Nanos realtime_offset, bool prioritised = false);
+               Recorder::Producer& recorder, Events& events, Nanos realtime_offset, bool prioritised = false);
 
-  // The handshake is done: takes the socket. With tx_timestamps, asks the kernel
-  // for them; returns why it could not (empty when it could or was not asked).
-  std::string attach(boost::asio::ip::tcp::socket sock, std::string peer, bool tx_timestamps);
+  // The handshake is done: takes the socket. With stamps.on, asks the kernel
+  // for transmit timestamps; returns why it could not (empty when it could or
+  // was not asked).
+  std::string attach(boost::asio::ip::tcp::socket sock, std::string peer, const TxStampPolicy& stamps);
 
-  // Writes message `a` (one send op); Events::sent when the kernel has it all.
-  // One message at a time: the executor does not start another before sent().
-  // On a flow whose sends have priorities, Events::sent waits (after the
-  // message is recorded as handed to the kernel) until less than
-  // kPriorityCredit of it is still unsent, so that the executor picks the next
-  // message only then: otherwise the socket buffer would hold several messages
-  // in the order they came and the priorities would decide nothing
-  // (ByteScheduler's credit).
-  void send(const Action& a);
+  // Writes message `a` (one send op). Returns when the kernel took it all if it
+  // did within this call (the caller then counts it sent; Events::sent is not
+  // called); otherwise Events::sent follows when it has.
+  // One message at a time: the executor does not start another before it is sent.
+  // On a flow whose sends have priorities, a message counts as sent (after it
+  // is recorded as handed to the kernel) only once less than kPriorityCredit of
+  // it is still unsent, so that the executor picks the next message only then:
+  // otherwise the socket buffer would hold several messages in the order they
+  // came and the priorities would decide nothing (ByteScheduler's credit).
+  std::optional<Nanos> send(const Action& a);
   static constexpr Bytes kPriorityCredit = 128 * kKiB;
 
   // Transmit timestamps are read from now on (at the start of the run).
@@ -61,46 +76,61 @@ class OutgoingFlow {
   // Everything was sent: tell the peer (FIN).
   void shutdown_send();
   // Waits for the peer's FIN (which acknowledges all we sent), records the last
-  // timestamps, closes, then Events::closed. Only while connected().
+  // timestamps, closes, then Events::closed. Once, and only if connected()
+  // (which says the handshake was done, and stays true).
   void finish();
   void close();
 
   bool connected() const { return connected_; }
   FlowIndex flow() const { return flow_; }
   const std::string& peer() const { return peer_; }
-  std::uint64_t bytes() const { return bytes_; }  // handed to the kernel so far
+  // Handed to the kernel so far; read from any thread.
+  std::uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   std::uint64_t messages() const { return messages_; }
   std::uint64_t stamps_lost() const { return stamps_ ? stamps_->lost() : 0; }
 
  private:
   static constexpr std::size_t kRing = 4096;  // messages awaiting their ACK timestamp
-  static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in the first write: bounds wire_first's lag
+  static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in a stamped message's first write: bounds wire_first's lag
+  static constexpr Bytes kMaxWrite = 256 * kKiB;    // per sendmsg
+  static constexpr std::size_t kMaxIov = 4;        // views of the payload per sendmsg
 
-  void write_next(bool with_header);
+  // Writes until the message is whole in the kernel (true) or the socket is
+  // full (false: a writability wait continues) or the write failed (false).
+  bool write_some();
+  void wait_writable();
+  bool message_written();  // true: counts as sent now (no credit to wait for)
   void sent_when_credit();
-  void written(const boost::system::error_code& ec);
+  void fail_later(std::string why);
   void drain_stamps();
 
   const Profile& p_;
   FlowIndex flow_;
   RankId rank_;
   std::span<const std::byte> payload_;
-  Recorder& recorder_;
+  Recorder::Producer& recorder_;
   Events& events_;
   Nanos realtime_offset_;
   boost::asio::ip::tcp::socket sock_;
   bool connected_ = false;
   std::string peer_;
+  int fd_ = -1;
   std::array<std::byte, frame::kHeaderSize> header_{};
   Action action_{};
-  std::array<boost::asio::const_buffer, 65> iov_{};
-  Bytes remaining_ = 0;  // payload bytes not yet handed to a write
+  Bytes header_left_ = 0;   // header bytes not yet taken by the kernel
+  Bytes payload_left_ = 0;  // payload bytes not yet taken by the kernel
+  bool first_write_ = false;
+  bool stamp_this_ = false;  // the message being written asks for timestamps
+  bool stamp_control_ = true;  // per message (a control message), else the socket stamps every write
+  std::uint32_t stamp_every_ = 1, stamp_count_ = 0;
+  bool stamp_sched_ = false;
   Nanos ready_ = 0;
+  Nanos sent_at_ = 0;
   bool credit_ = false;  // the flow's sends have priorities
   int credit_poll_us_ = 100;
   int credit_unsent_ = 0;  // unsent bytes at the last look
   boost::asio::steady_timer credit_timer_;
-  std::uint64_t bytes_ = 0;
+  std::atomic<std::uint64_t> bytes_{0};  // written by the flow's thread only
   std::uint64_t messages_ = 0;
   std::optional<TxStampTracker> stamps_;
   std::array<TxStamp, 64> stamp_buffer_{};

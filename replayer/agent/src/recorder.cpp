@@ -1,11 +1,38 @@
 #include "recorder.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
 namespace tw {
 
-Recorder::Recorder(const std::string& path) : queue_(kCapacity, 1, 0), token_(queue_), file_(path), thread_([this] { run(); }) {}
+namespace {
+std::size_t per_producer(std::size_t producers) {
+  return std::max<std::size_t>(Recorder::kMinPerProducer, Recorder::kCapacity / std::max<std::size_t>(producers, 1));
+}
+}  // namespace
+
+Recorder::Recorder(const std::string& path, std::size_t producers)
+    : queue_(per_producer(producers), std::max<std::size_t>(producers, 1), 0), file_(path) {
+  for (std::size_t i = 0; i < std::max<std::size_t>(producers, 1); ++i) producers_.push_back(std::make_unique<Producer>(queue_));
+  thread_ = std::thread([this] { run(); });
+}
+
+std::uint64_t Recorder::dropped() const {
+  std::uint64_t n = 0;
+  for (const auto& p : producers_) n += p->dropped();
+  return n;
+}
+
+bool Recorder::pin(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return thread_.joinable() && ::pthread_setaffinity_np(thread_.native_handle(), sizeof one, &one) == 0;
+}
 
 int Recorder::stop() {
   if (thread_.joinable()) {

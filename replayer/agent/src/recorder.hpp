@@ -1,14 +1,18 @@
-// Streams records to a file from its own thread, so that the I/O thread never
-// waits for the disk. push() never blocks and never allocates: the queue is sized
+// Streams records to a file from its own thread, so that the I/O threads never
+// wait for the disk. push() never blocks and never allocates: the queue is sized
 // up front, and a full queue drops the record (and counts it).
-// push(), dropped() and stop() are for one producer thread (the agent's I/O thread).
+// Each I/O thread pushes through its own Producer (producer(i), one per thread
+// given to the constructor; push() is producer(0)'s); dropped() and stop() once
+// the producers are done.
 #pragma once
 
 #include <atomic>
 #include <concurrentqueue/concurrentqueue.h>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tensorwire/core/records.hpp"
 
@@ -16,32 +20,51 @@ namespace tw {
 
 class Recorder {
  public:
+  // One thread's way into the queue.
+  class Producer {
+   public:
+    explicit Producer(moodycamel::ConcurrentQueue<Record>& q) : queue_(q), token_(q) {}
+    void push(const Record& r) {
+      if (!queue_.try_enqueue(token_, r)) ++dropped_;
+    }
+    std::uint64_t dropped() const { return dropped_; }
+
+   private:
+    moodycamel::ConcurrentQueue<Record>& queue_;
+    moodycamel::ProducerToken token_;
+    std::uint64_t dropped_ = 0;
+  };
+
   // Creates `path` (throws std::runtime_error if it cannot) and starts the writer
-  // thread; write errors are reported by stop().
-  explicit Recorder(const std::string& path);
+  // thread; write errors are reported by stop(). `producers`: the threads that push.
+  explicit Recorder(const std::string& path, std::size_t producers = 1);
   ~Recorder() { stop(); }
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
-  void push(const Record& r) {
-    if (!queue_.try_enqueue(token_, r)) ++dropped_;
-  }
+  Producer& producer(std::size_t i) { return *producers_.at(i); }
+  void push(const Record& r) { producers_.front()->push(r); }
 
   // Drains the queue, closes the file; returns its first error (errno) or 0.
   int stop();
   std::uint64_t written() const { return file_.written(); }
-  std::uint64_t dropped() const { return dropped_; }
+  // Keeps the writer thread on this core (that of the I/O thread it serves, so
+  // that it never runs beside another agent); false if the kernel refused.
+  bool pin(int cpu);
+  std::uint64_t dropped() const;
+
+  // Records in flight, shared by the producers (16 MiB), each able to hold at
+  // least kMinPerProducer.
+  static constexpr std::size_t kCapacity = 1 << 18;
+  static constexpr std::size_t kMinPerProducer = 1 << 15;
 
  private:
-  static constexpr std::size_t kCapacity = 1 << 18;  // 16 MiB of records in flight at most
-
   void run();
 
   moodycamel::ConcurrentQueue<Record> queue_;
-  moodycamel::ProducerToken token_;
+  std::vector<std::unique_ptr<Producer>> producers_;
   RecordFile file_;
   std::atomic<bool> stopping_{false};
-  std::uint64_t dropped_ = 0;
   std::thread thread_;
 };
 

@@ -29,6 +29,12 @@ struct RunSummary {
   double slowdown = 1.0;
   Nanos spin = 0, delay = 0;
   bool tx_timestamps = true;
+  std::uint32_t tx_stamp_every = 1;  // >1: transmit timestamps of every Nth message only (sampled)
+  std::uint64_t tx_sched_flows = 0;  // outgoing flows that asked for TX_SCHED
+  std::uint32_t io_threads = 1;
+  std::vector<int> pinned_cores;  // of the I/O threads (--pin); empty: not pinned
+  bool realtime = false;  // asked for; realtime_applied: granted
+  bool realtime_applied = false;
 
   std::string json() const;  // the file's text
   // Writes json() to `path` atomically; throws std::runtime_error on failure.

@@ -2,10 +2,14 @@
 
 namespace tw {
 
-TxStampTracker::TxStampTracker(RankId rank, FlowIndex flow, std::size_t capacity)
-    : ring_(capacity == 0 ? 1 : capacity), rank_(rank), flow_(flow) {}
+TxStampTracker::TxStampTracker(RankId rank, FlowIndex flow, std::size_t capacity, bool sched)
+    : ring_(capacity == 0 ? 1 : capacity), rank_(rank), flow_(flow), sched_(sched) {}
 
-std::optional<TxTimestampsRecord> TxStampTracker::track(OpIndex op, std::uint32_t iteration, std::uint64_t wire) {
+std::optional<TxTimestampsRecord> TxStampTracker::track(OpIndex op, std::uint32_t iteration, std::uint64_t wire, bool stamped) {
+  if (!stamped) {
+    offset_ += wire;
+    return std::nullopt;
+  }
   std::optional<TxTimestampsRecord> given_up;
   if (count_ == ring_.size()) given_up = take_oldest();  // too many unacknowledged messages
   InFlight& m = ring_[(head_ + count_) % ring_.size()];
@@ -57,7 +61,7 @@ std::optional<TxTimestampsRecord> TxStampTracker::pop(bool all) {
 
 TxTimestampsRecord TxStampTracker::take_oldest() {
   const TxTimestampsRecord r = ring_[head_].record;
-  for (std::int64_t t : {r.wire_last, r.acked, r.sched_last}) lost_ += t < 0 ? 1 : 0;
+  lost_ += (r.wire_last < 0 ? 1 : 0) + (r.acked < 0 ? 1 : 0) + (sched_ && r.sched_last < 0 ? 1 : 0);
   head_ = (head_ + 1) % ring_.size();
   --count_;
   return r;

@@ -24,12 +24,15 @@ namespace tw {
 class TxStampTracker {
  public:
   // At most `capacity` messages await their ACK; allocates them all up front.
-  TxStampTracker(RankId rank, FlowIndex flow, std::size_t capacity = 4096);
+  // `sched`: TX_SCHED reports were asked for (else sched fields stay -1 and are not lost).
+  TxStampTracker(RankId rank, FlowIndex flow, std::size_t capacity = 4096, bool sched = true);
 
-  // The next `wire` bytes of the stream are message (op, iteration). When
-  // `capacity` messages already await their ACK, gives up on the oldest and
-  // returns its record (fields never reported stay -1).
-  std::optional<TxTimestampsRecord> track(OpIndex op, std::uint32_t iteration, std::uint64_t wire);
+  // The next `wire` bytes of the stream are message (op, iteration), whose
+  // timestamps were asked for when `stamped` (else it only takes its place in
+  // the stream, and yields no record). When `capacity` messages already await
+  // their ACK, gives up on the oldest and returns its record (fields never
+  // reported stay -1).
+  std::optional<TxTimestampsRecord> track(OpIndex op, std::uint32_t iteration, std::uint64_t wire, bool stamped = true);
 
   // Applies one report to the messages it covers. Keys are 32-bit stream
   // offsets, unwrapped against the oldest message awaiting its ACK.
@@ -39,7 +42,7 @@ class TxStampTracker {
   // end of the flow); nullopt when there is none.
   std::optional<TxTimestampsRecord> pop(bool all = false);
 
-  // Fields (wire_last, acked, sched_last) of popped records that were never reported.
+  // Fields (wire_last, acked, and sched_last when asked for) of popped records that were never reported.
   std::uint64_t lost() const { return lost_; }
 
  private:
@@ -56,6 +59,7 @@ class TxStampTracker {
   std::uint64_t lost_ = 0;
   RankId rank_;
   FlowIndex flow_;
+  bool sched_;
 };
 
 }  // namespace tw

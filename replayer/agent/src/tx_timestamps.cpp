@@ -11,14 +11,36 @@
 
 namespace tw {
 
-bool enable_tx_timestamps(int fd, std::string* error) {
-  const unsigned int flags = SOF_TIMESTAMPING_TX_SCHED | SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_TX_ACK |
-                             SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+namespace {
+
+unsigned int generation_flags(bool sched) {
+  unsigned int f = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_TX_ACK;
+  if (sched) f |= SOF_TIMESTAMPING_TX_SCHED;
+  return f;
+}
+
+}  // namespace
+
+bool enable_tx_timestamps(int fd, bool every_write, bool sched, std::string* error) {
+  unsigned int flags = SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+  if (every_write) flags |= generation_flags(sched);
   if (::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) != 0) {
     if (error) *error = std::string("SO_TIMESTAMPING: ") + std::strerror(errno);
     return false;
   }
   return true;
+}
+
+std::size_t tx_stamp_control(void* buf, bool sched) {
+  static_assert(CMSG_SPACE(sizeof(std::uint32_t)) <= kTxStampControlSize);
+  std::memset(buf, 0, kTxStampControlSize);
+  auto* c = static_cast<cmsghdr*>(buf);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SO_TIMESTAMPING;
+  c->cmsg_len = CMSG_LEN(sizeof(std::uint32_t));
+  const std::uint32_t flags = generation_flags(sched);
+  std::memcpy(CMSG_DATA(c), &flags, sizeof flags);
+  return CMSG_SPACE(sizeof(std::uint32_t));
 }
 
 std::size_t drain_tx_timestamps(int fd, TxStamp* out, std::size_t max) {

@@ -37,6 +37,17 @@ RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, c
   s.spin = static_cast<Nanos>(std::llround(spin_us_for(o, where) * 1e3));
   s.delay = where.scale.stretch(o.delay_us * 1e3);
   s.tx_timestamps = !o.no_tx_timestamps;
+  if (o.tx_stamp_every < 1) throw std::invalid_argument("--tx-stamp-every must be 1 or more");
+  s.tx_stamp_every = o.tx_stamp_every;
+  const auto sched = tx_sched_from(o.tx_sched);
+  if (!sched) throw std::invalid_argument("--tx-sched must be auto, on or off, not " + o.tx_sched);
+  s.tx_sched = *sched;
+  if (o.io_threads < 1 || o.io_threads > kMaxIoThreads) {
+    throw std::invalid_argument("--io-threads must be from 1 to " + std::to_string(kMaxIoThreads));
+  }
+  s.io_threads = o.io_threads;
+  s.pin = o.pin;
+  s.realtime = o.realtime;
   s.connect_timeout = seconds_option(o.connect_timeout_s, "--connect-timeout");
   s.idle_timeout = seconds_option(o.idle_timeout_s, "--idle-timeout");
   return s;
@@ -49,6 +60,11 @@ std::vector<std::string> agent_arguments(const ReplayOptions& o, const RunPlacem
                                    "--idle-timeout",    fmt::format("{}", o.idle_timeout_s)};
   if (o.open_loop) args.push_back("--open-loop");
   if (o.no_tx_timestamps) args.push_back("--no-tx-timestamps");
+  if (o.tx_stamp_every != 1) args.insert(args.end(), {"--tx-stamp-every", std::to_string(o.tx_stamp_every)});
+  if (o.tx_sched != "auto") args.insert(args.end(), {"--tx-sched", o.tx_sched});
+  if (o.io_threads != 1) args.insert(args.end(), {"--io-threads", std::to_string(o.io_threads)});
+  if (o.pin) args.push_back("--pin");
+  if (o.realtime) args.push_back("--realtime");
   if (o.delay_us > 0) args.insert(args.end(), {"--delay-us", fmt::format("{}", o.delay_us)});
   if (o.iterations > 0) args.insert(args.end(), {"--iterations", std::to_string(o.iterations)});
   return args;

@@ -7,10 +7,28 @@
 
 namespace tw {
 
+const char* to_string(TxSched s) {
+  switch (s) {
+    case TxSched::on: return "on";
+    case TxSched::off: return "off";
+    case TxSched::automatic: break;
+  }
+  return "auto";
+}
+
+std::optional<TxSched> tx_sched_from(const std::string& s) {
+  for (TxSched t : {TxSched::automatic, TxSched::on, TxSched::off}) {
+    if (s == to_string(t)) return t;
+  }
+  return std::nullopt;
+}
+
 nlohmann::json to_json(const RunSettings& s) {
   return {{"iterations", s.iterations},       {"open_loop", s.open_loop},
           {"open_loop_offsets_ns", s.open_loop_offsets}, {"open_loop_period_ns", s.open_loop_period}, {"spin_ns", s.spin},
           {"delay_ns", s.delay},              {"tx_timestamps", s.tx_timestamps},
+          {"tx_stamp_every", s.tx_stamp_every}, {"tx_sched", to_string(s.tx_sched)},
+          {"io_threads", s.io_threads},       {"pin", s.pin},                   {"realtime", s.realtime},
           {"connect_timeout_ns", s.connect_timeout}, {"idle_timeout_ns", s.idle_timeout}};
 }
 
@@ -37,10 +55,18 @@ RunSettings run_settings_from_json(const nlohmann::json& j) {
   s.spin = field<Nanos>(j, "spin_ns");
   s.delay = field<Nanos>(j, "delay_ns");
   s.tx_timestamps = field<bool>(j, "tx_timestamps");
+  s.tx_stamp_every = field<std::uint32_t>(j, "tx_stamp_every");
+  const auto sched = tx_sched_from(field<std::string>(j, "tx_sched"));
+  if (!sched) throw std::runtime_error("settings: \"tx_sched\" is not auto, on or off");
+  s.tx_sched = *sched;
+  s.io_threads = field<std::uint32_t>(j, "io_threads");
+  s.pin = field<bool>(j, "pin");
+  s.realtime = field<bool>(j, "realtime");
   s.connect_timeout = field<Nanos>(j, "connect_timeout_ns");
   s.idle_timeout = field<Nanos>(j, "idle_timeout_ns");
   if (s.open_loop && s.open_loop_period <= 0) throw std::runtime_error("settings: open loop without a period");
-  if (s.spin < 0 || s.delay < 0 || s.connect_timeout <= 0 || s.idle_timeout <= 0) {
+  if (s.spin < 0 || s.delay < 0 || s.connect_timeout <= 0 || s.idle_timeout <= 0 || s.tx_stamp_every < 1 || s.io_threads < 1 ||
+      s.io_threads > kMaxIoThreads) {
     throw std::runtime_error("settings: a value is out of range");
   }
   return s;

@@ -13,6 +13,7 @@
 #include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/profile.hpp"
 #include "tensorwire/protocol/roster.hpp"
+#include "tensorwire/protocol/run_settings.hpp"
 #include "tensorwire/util/unique_fd.hpp"
 
 namespace tw {
@@ -52,6 +53,11 @@ struct AgentConfig {
   UniqueFd listen_fd;
   std::optional<Nanos> start_at;  // CLOCK_REALTIME ns at which to begin iteration 0
   bool tx_timestamps = true;  // SO_TIMESTAMPING on every outgoing flow
+  std::uint32_t tx_stamp_every = 1;  // of every Nth message of a flow
+  TxSched tx_sched = TxSched::automatic;
+  std::uint32_t io_threads = 1;  // flows spread over this many I/O threads
+  bool pin = false;       // each I/O thread on a core (chosen by rank)
+  bool realtime = false;  // I/O threads at SCHED_FIFO, where permitted
   bool quiet = false;
   AgentLink* link = nullptr;  // a controller connection, if any
 };

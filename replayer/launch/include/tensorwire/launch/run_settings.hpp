@@ -24,6 +24,11 @@ struct ReplayOptions {
   double delay_us = 0;
   std::uint64_t iterations = 0;  // 0: the profile's
   bool no_tx_timestamps = false;
+  std::uint32_t tx_stamp_every = 1;
+  std::string tx_sched = "auto";
+  std::uint32_t io_threads = 1;
+  bool pin = false;
+  bool realtime = false;
   double connect_timeout_s = 30;
   double idle_timeout_s = 60;
 };

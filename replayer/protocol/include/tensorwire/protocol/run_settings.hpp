@@ -5,12 +5,21 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/units.hpp"
 
 namespace tw {
+
+// When outgoing flows ask for TX_SCHED timestamps (entering the queueing
+// discipline): where one can hold packets (auto), always, never.
+enum class TxSched { automatic, on, off };
+const char* to_string(TxSched s);
+// "auto", "on", "off"; nullopt otherwise.
+std::optional<TxSched> tx_sched_from(const std::string& s);
 
 struct RunSettings {
   std::uint64_t iterations = 0;  // 0: the profile's
@@ -23,9 +32,16 @@ struct RunSettings {
   Nanos spin = 0;
   Nanos delay = 0;
   bool tx_timestamps = true;
+  std::uint32_t tx_stamp_every = 1;  // transmit timestamps of every Nth message of a flow
+  TxSched tx_sched = TxSched::automatic;
+  std::uint32_t io_threads = 1;  // I/O threads per agent, its flows spread over them
+  bool pin = false;       // each I/O thread on a core of its own (chosen by rank)
+  bool realtime = false;  // I/O threads at SCHED_FIFO, where permitted
   Nanos connect_timeout = 30 * kSecond;
   Nanos idle_timeout = 60 * kSecond;
 };
+
+inline constexpr std::uint32_t kMaxIoThreads = 64;
 
 nlohmann::json to_json(const RunSettings& s);
 // Throws std::runtime_error naming the field on a missing or mistyped one.
