@@ -58,6 +58,11 @@ for a in j["agents"]:
     assert 0 < a["clock_bound_ns"] < 50_000_000, a
 c = json.load(open("r4/compare.json"))
 assert c["iterations"] == 3 and c["iteration_error_pct"]["n"] == 3, c
+# Each agent was sent its rank's slice: a ring rank's own ops and the messages
+# to it, so the four together hold each compute once and each message twice,
+# well under four whole profiles.
+sb = json.load(open("r4/run.json"))["setup_bytes"]
+assert 0 < sb["profile"] and sb["profile"] < sb["sent"] < 2.5 * sb["profile"], sb
 # Goodput from the records agrees with each agent's own counters; the ring's
 # flows each carry 2(N-1)/N of the gradient over the run (segments differ by a
 # few bytes where the gradient does not divide evenly).
@@ -85,6 +90,14 @@ eight_agents() {
     grep -q '3 iterations: median' r8.txt
 }
 check "run --local 8" eight_agents
+
+# The open loop's per-op offsets travel sliced with the profile: each agent's
+# offsets are its slice's, and every message still goes at its own.
+open_loop_run() {
+  "$TW" run "$SRC/traffic_profiles/resnet50-ps-4w2s.yaml" --local 6 --iterations 2 --open-loop --out rol --quiet > rol.txt &&
+    "$TW" results check rol | grep -q "ok: "
+}
+check "run --local 6 --open-loop: offsets sliced with the profile" open_loop_run
 
 prioritised() {
   # Sends with priorities wait for the kernel's queue to drain below the credit

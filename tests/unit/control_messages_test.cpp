@@ -46,6 +46,9 @@ TEST(ControlMessages, ControllerMessagesRoundTrip) {
   s.run = "run-1";
   s.rank = 1;
   s.profile = "ranks: 2\n";
+  s.ops = {{0, 3}, {7, 2}};
+  s.profile_ops = 10;
+  s.profile_digest = 0xfedcba9876543210ULL;  // beyond int64: an unsigned JSON number
   s.roster = {{0, "127.0.0.1", 1000}, {1, "127.0.0.1", 1001}};
   s.settings.iterations = 5;
   s.settings.open_loop = true;
@@ -110,7 +113,8 @@ TEST(ControlMessages, MalformedMessagesGiveOneLineReasons) {
             "a \"progress\" with \"iterations\" that are not [[index, start, end], ...]");
   EXPECT_EQ(agent_error(R"({"type":"progress","iterations":[],"flows":[[-1,2]]})"),
             "a \"progress\" with \"flows\" that are not [[flow, bytes], ...]");
-  const auto setup = decode_controller_message(R"({"type":"setup","run":"r","rank":0,"profile":"","roster":[],"settings":{}})");
+  const auto setup = decode_controller_message(
+      R"({"type":"setup","run":"r","rank":0,"profile":"","ops":[],"profile_ops":0,"profile_digest":0,"roster":[],"settings":{}})");
   EXPECT_FALSE(setup);
   EXPECT_EQ(setup.error, "a \"setup\" with bad settings: missing \"iterations\"");
   control::Setup sound;
@@ -119,6 +123,11 @@ TEST(ControlMessages, MalformedMessagesGiveOneLineReasons) {
   ASSERT_TRUE(decode_controller_message(long_token.dump()));
   long_token["data_token"] = std::string(257, 'x');
   EXPECT_EQ(decode_controller_message(long_token.dump()).error, "a \"setup\" with a \"data_token\" longer than 256 bytes");
+  for (const char* runs : {R"([[1]])", R"([[1,-2]])", R"({"a":1})", R"([[0.5,1]])"}) {
+    nlohmann::json bad_ops = nlohmann::json::parse(encode(ControllerMessage{sound}));
+    bad_ops["ops"] = nlohmann::json::parse(runs);
+    EXPECT_EQ(decode_controller_message(bad_ops.dump()).error, "a \"setup\" with \"ops\" that are not [[first, count], ...]") << runs;
+  }
   long_token.erase("data_token");  // a version-1 controller's
   EXPECT_EQ(decode_controller_message(long_token.dump()).error, "a \"setup\" whose \"data_token\" is missing");
   EXPECT_EQ(decode_controller_message(R"({"type":"start"})").error, "a \"start\" whose \"at\" is missing");

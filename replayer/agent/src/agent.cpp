@@ -85,7 +85,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         c_(c),
         rank_(c.rank),
         realtime_offset_(clock_ns(CLOCK_REALTIME) - mono_now()),
-        digest_(frame::profile_digest(p)),
+        digest_(c.profile_digest ? *c.profile_digest : frame::profile_digest(p)),
         listen_fd_(std::move(listen_fd)),
         threads_(std::max<std::uint32_t>(1, c.io_threads)),
         executor_(p, c.rank, c.executor),
@@ -94,7 +94,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         compute_timer_(ctx_, c.spin),
         watchdog_(ctx_),
         signals_(ctx_, SIGINT, SIGTERM),
-        recorder_(run_dir::records_file(c.out_dir, c.rank), threads_),
+        recorder_(run_dir::records_file(c.out_dir, c.rank), threads_, &c.ops),
         connector_(p, c.roster, c.rank, digest_, [this](const std::string& m) { log(m); }) {
     recv_seen_.assign(p_.ops.size(), 0);
     slot_of_flow_.assign(p_.flows.size(), -1);
@@ -114,7 +114,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         const std::size_t t = out_.size() % threads_;
         slot_of_flow_[f] = static_cast<int>(out_.size());
         out_thread_.push_back(t);
-        out_.push_back(std::make_unique<OutgoingFlow>(io(t), p_, flow, rank_, payload_, recorder_.producer(t), out_events(t),
+        out_.push_back(std::make_unique<OutgoingFlow>(io(t), p_, c.ops, flow, rank_, payload_, recorder_.producer(t), out_events(t),
                                                       realtime_offset_, prioritised[f] != 0));
       } else if (p_.flows[f].dst == rank_) {
         // Incoming flows dealt from the other end, so that a rank that sends
@@ -131,6 +131,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         s.read_buffer = kReadBuffer;
         s.iterations = iterations_;
         s.realtime_offset = realtime_offset_;
+        s.ops = &c.ops;
         in_.push_back(std::make_unique<IncomingFlow>(io(t), p_, flow, rank_, s, recv_seen_, recorder_.producer(t), in_events(t)));
       }
     }
@@ -764,6 +765,10 @@ void run_agent(const Profile& profile, AgentConfig& config) {
   if (config.roster.ranks.size() != profile.ranks.size()) {
     throw std::runtime_error("the roster lists " + std::to_string(config.roster.ranks.size()) + " ranks, the profile has " +
                              std::to_string(profile.ranks.size()));
+  }
+  if (!config.ops.identity() && config.ops.global().size() != profile.ops.size()) {
+    throw std::runtime_error("the profile slice has " + std::to_string(profile.ops.size()) + " ops, its index map " +
+                             std::to_string(config.ops.global().size()));
   }
   UniqueFd listen_fd = std::move(config.listen_fd);
   std::error_code ec;

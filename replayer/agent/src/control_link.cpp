@@ -14,6 +14,7 @@
 
 #include "tensorwire/agent/agent.hpp"
 #include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/core/profile_slice.hpp"
 #include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/net/control_stream.hpp"
 #include "tensorwire/net/listener.hpp"
@@ -313,6 +314,9 @@ class ControlLink final : public AgentLink {
                                (load.diagnostics.empty() ? std::string("?") : load.diagnostics.front().str()));
     }
     profile_ = std::move(*load.profile);
+    std::string why;
+    auto global = indices_from_runs(m.ops, profile_.ops.size(), m.profile_ops, why);
+    if (!global) throw std::runtime_error("the controller's profile slice does not fit its op indices: " + why);
     Roster roster;
     roster.token = m.data_token;
     roster.ranks = m.roster;
@@ -329,6 +333,8 @@ class ControlLink final : public AgentLink {
     }
     config_.rank = rank_;
     config_.profile_path = "run " + run_id_;
+    config_.ops = OpIndexMap(std::move(*global));
+    config_.profile_digest = m.profile_digest;
     config_.roster = std::move(roster);
     config_.out_dir = out_dir_;
     config_.executor = executor_options_for(m.settings, m.slowdown);

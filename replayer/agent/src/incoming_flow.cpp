@@ -92,17 +92,19 @@ void IncomingFlow::read_some() {
 }
 
 std::string IncomingFlow::validate(const frame::Header& h) {
-  if (h.op >= p_.ops.size() || p_.ops[h.op].type != OpType::send || p_.ops[h.op].flow != flow_) {
+  const std::optional<OpIndex> local = s_.ops != nullptr ? s_.ops->to_local(h.op) : std::optional<OpIndex>(h.op);
+  if (!local || *local >= p_.ops.size() || p_.ops[*local].type != OpType::send || p_.ops[*local].flow != flow_) {
     return "op " + std::to_string(h.op) + " is not a message of this flow";
   }
-  const Op& op = p_.ops[h.op];
+  op_ = *local;
+  const Op& op = p_.ops[op_];
   if (h.length != frame::wire_bytes(op.bytes)) {
     return "message " + op.id + " is " + std::to_string(h.length) + " bytes, the profile says " +
            std::to_string(frame::wire_bytes(op.bytes));
   }
-  if (h.iteration != seen_[h.op] || h.iteration >= s_.iterations) {
+  if (h.iteration != seen_[op_] || h.iteration >= s_.iterations) {
     return "message " + op.id + " of iteration " + std::to_string(h.iteration) + " arrived, expected iteration " +
-           std::to_string(seen_[h.op]);
+           std::to_string(seen_[op_]);
   }
   return {};
 }
@@ -110,7 +112,7 @@ std::string IncomingFlow::validate(const frame::Header& h) {
 void IncomingFlow::begin(const frame::Header&) { first_byte_ = read_at_; }
 
 void IncomingFlow::complete(const frame::Header& h) {
-  ++seen_[h.op];
+  ++seen_[op_];
   ++messages_;
   bytes_ += h.length;
   const Nanos lag = std::max<Nanos>(0, s_.read_lag - (s_.wake_early != nullptr ? s_.wake_early->load(std::memory_order_relaxed) : 0));
@@ -118,9 +120,9 @@ void IncomingFlow::complete(const frame::Header& h) {
   const Nanos deliver = std::max(read_at_ + s_.delay + lag, last_delivery_);
   last_delivery_ = deliver;
   ReceiveRecord r;
-  r.flags = p_.ops[h.op].bytes < frame::kHeaderSize ? kFlagHeaderOnly : 0;
+  r.flags = p_.ops[op_].bytes < frame::kHeaderSize ? kFlagHeaderOnly : 0;
   r.rank = static_cast<std::uint16_t>(rank_);
-  r.op = h.op;
+  r.op = op_;
   r.iteration = h.iteration;
   r.flow = flow_;
   r.bytes = h.length;
@@ -129,11 +131,11 @@ void IncomingFlow::complete(const frame::Header& h) {
   r.delivered = deliver + s_.realtime_offset;
   recorder_.push(r);
   if (deliver == read_at_ && head_ == deliveries_.size()) {
-    events_.received(h.op, h.iteration, read_at_);
+    events_.received(op_, h.iteration, read_at_);
     return;
   }
   const bool idle = head_ == deliveries_.size();
-  deliveries_.push_back({deliver, h.op, h.iteration});
+  deliveries_.push_back({deliver, op_, h.iteration});
   if (idle) arm_delivery();
 }
 

@@ -20,6 +20,7 @@
 #include "recorder.hpp"
 #include "tensorwire/core/frame.hpp"
 #include "tensorwire/core/profile.hpp"
+#include "tensorwire/core/profile_slice.hpp"
 
 namespace tw {
 
@@ -48,6 +49,8 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     std::size_t read_buffer = 256 * 1024;
     std::uint64_t iterations = 0;
     Nanos realtime_offset = 0;  // CLOCK_REALTIME minus CLOCK_MONOTONIC
+    // The op indices on the wire: the whole profile's when the profile is a slice.
+    const OpIndexMap* ops = nullptr;
   };
 
   // `seen[op]`: how many iterations of each op arrived, shared by the rank's
@@ -103,6 +106,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   std::vector<std::byte> buffer_;
   Nanos read_at_ = 0;  // when the read being decoded returned
   Nanos first_byte_ = 0;  // of the message being received
+  OpIndex op_ = 0;  // the slice's index of the message being received (validate())
   std::atomic<bool> eof_{false};
   std::uint64_t messages_ = 0, bytes_ = 0;
   // Messages waiting out the delay: one delay per flow, so in arrival order.

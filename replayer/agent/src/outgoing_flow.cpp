@@ -20,9 +20,11 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
-OutgoingFlow::OutgoingFlow(asio::io_context& ctx, const Profile& p, FlowIndex flow, RankId rank, std::span<const std::byte> payload,
-                           Recorder::Producer& recorder, Events& events, Nanos realtime_offset, bool prioritised)
+OutgoingFlow::OutgoingFlow(asio::io_context& ctx, const Profile& p, const OpIndexMap& ops, FlowIndex flow, RankId rank,
+                           std::span<const std::byte> payload, Recorder::Producer& recorder, Events& events, Nanos realtime_offset,
+                           bool prioritised)
     : p_(p),
+      ops_(ops),
       flow_(flow),
       rank_(rank),
       payload_(payload),
@@ -51,7 +53,7 @@ std::string OutgoingFlow::attach(tcp::socket sock, std::string peer, const TxSta
 
 std::optional<Nanos> OutgoingFlow::send(const Action& a) {
   const Bytes wire = frame::wire_bytes(p_.ops[a.op].bytes);
-  frame::encode_header({a.iteration, a.op, wire}, header_);
+  frame::encode_header({a.iteration, ops_.to_global(a.op), wire}, header_);
   action_ = a;
   header_left_ = frame::kHeaderSize;
   payload_left_ = wire - frame::kHeaderSize;

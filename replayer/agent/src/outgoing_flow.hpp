@@ -49,8 +49,11 @@ class OutgoingFlow {
   // `payload` (at least 64 KiB or the largest message) and everything else must
   // outlive the flow. realtime_offset: CLOCK_REALTIME minus CLOCK_MONOTONIC.
   // prioritised: the flow's sends have priorities (see send()).
-  OutgoingFlow(boost::asio::io_context& ctx, const Profile& p, FlowIndex flow, RankId rank, std::span<const std::byte> payload,
-               Recorder::Producer& recorder, Events& events, Nanos realtime_offset, bool prioritised = false);
+  // `ops`: the profile's op indices on the wire (those of the whole profile
+  // when `p` is a slice).
+  OutgoingFlow(boost::asio::io_context& ctx, const Profile& p, const OpIndexMap& ops, FlowIndex flow, RankId rank,
+               std::span<const std::byte> payload, Recorder::Producer& recorder, Events& events, Nanos realtime_offset,
+               bool prioritised = false);
 
   // The handshake is done: takes the socket. With stamps.on, asks the kernel
   // for transmit timestamps; returns why it could not (empty when it could or
@@ -105,6 +108,7 @@ class OutgoingFlow {
   void drain_stamps();
 
   const Profile& p_;
+  const OpIndexMap& ops_;
   FlowIndex flow_;
   RankId rank_;
   std::span<const std::byte> payload_;

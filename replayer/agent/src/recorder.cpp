@@ -15,8 +15,8 @@ std::size_t per_producer(std::size_t producers) {
 }
 }  // namespace
 
-Recorder::Recorder(const std::string& path, std::size_t producers)
-    : queue_(per_producer(producers), std::max<std::size_t>(producers, 1), 0), file_(path) {
+Recorder::Recorder(const std::string& path, std::size_t producers, const OpIndexMap* ops)
+    : queue_(per_producer(producers), std::max<std::size_t>(producers, 1), 0), ops_(ops != nullptr && !ops->identity() ? ops : nullptr), file_(path) {
   for (std::size_t i = 0; i < std::max<std::size_t>(producers, 1); ++i) producers_.push_back(std::make_unique<Producer>(queue_));
   thread_ = std::thread([this] { run(); });
 }
@@ -50,7 +50,12 @@ void Recorder::run() {
   for (;;) {
     const bool last = stopping_;  // read before draining: nothing is pushed after stop()
     std::size_t n;
-    while ((n = queue_.try_dequeue_bulk(batch.data(), batch.size())) > 0) file_.write(batch.data(), n);
+    while ((n = queue_.try_dequeue_bulk(batch.data(), batch.size())) > 0) {
+      if (ops_ != nullptr) {
+        for (std::size_t i = 0; i < n; ++i) batch[i].map_op([this](std::uint32_t op) { return ops_->to_global(op); });
+      }
+      file_.write(batch.data(), n);
+    }
     if (last) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "tensorwire/core/profile_slice.hpp"
 #include "tensorwire/core/records.hpp"
 
 namespace tw {
@@ -36,8 +37,10 @@ class Recorder {
   };
 
   // Creates `path` (throws std::runtime_error if it cannot) and starts the writer
-  // thread; write errors are reported by stop(). `producers`: the threads that push.
-  explicit Recorder(const std::string& path, std::size_t producers = 1);
+  // thread; write errors are reported by stop(). `producers`: the threads that
+  // push. `ops` (outliving the recorder), when given: records hold the ops of a
+  // profile slice, written as the whole profile's.
+  explicit Recorder(const std::string& path, std::size_t producers = 1, const OpIndexMap* ops = nullptr);
   ~Recorder() { stop(); }
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
@@ -63,6 +66,7 @@ class Recorder {
 
   moodycamel::ConcurrentQueue<Record> queue_;
   std::vector<std::unique_ptr<Producer>> producers_;
+  const OpIndexMap* ops_;
   RecordFile file_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;

@@ -20,7 +20,9 @@
 #include "tensorwire/controller/rank_assignment.hpp"
 #include "tensorwire/controller/run_progress.hpp"
 #include "tensorwire/controller/run_status.hpp"
+#include "tensorwire/core/frame.hpp"
 #include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/core/profile_slice.hpp"
 #include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/net/accept_loop.hpp"
 #include "tensorwire/net/admission.hpp"
@@ -481,15 +483,29 @@ class RunLifecycle final : public Session::Handler {
     }
     Profile stripped = p_;
     stripped.observed.reset();
-    const std::string text = write_profile_yaml(stripped);
-    write_file_atomic(run_dir::profile_file(o_.out_dir), text);
+    const std::string whole = write_profile_yaml(stripped);
+    write_file_atomic(run_dir::profile_file(o_.out_dir), whole);
+    profile_bytes_ = whole.size();
+    const std::uint64_t digest = frame::profile_digest(stripped);
+    // Each agent gets its rank's slice: the set-up traffic grows with the
+    // profile, not with the profile times the ranks.
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
       control::Setup setup;
       setup.run = o_.run_id;
       setup.rank = static_cast<RankId>(r);
-      setup.profile = text;
+      ProfileSlice slice = slice_profile(stripped, static_cast<RankId>(r));
+      setup.profile = write_profile_yaml(slice.profile);
+      setup.ops = index_runs(slice.global);
+      setup.profile_ops = stripped.ops.size();
+      setup.profile_digest = digest;
       setup.roster = roster;
       setup.settings = o_.settings;
+      if (!setup.settings.open_loop_offsets.empty()) {
+        std::vector<Nanos> offsets;
+        offsets.reserve(slice.global.size());
+        for (const OpIndex g : slice.global) offsets.push_back(o_.settings.open_loop_offsets.at(g));
+        setup.settings.open_loop_offsets = std::move(offsets);
+      }
       setup.slowdown = r < o_.slowdown.size() ? o_.slowdown[r] : 1.0;
       setup.data_token = data_token_;
       setup.delay_from.assign(by_rank.size(), 0);
@@ -498,7 +514,9 @@ class RunLifecycle final : public Session::Handler {
           setup.delay_from[src] = o_.pair_delay(static_cast<RankId>(src), static_cast<RankId>(r));
         }
       }
-      by_rank[r]->send(setup);
+      std::string message = encode(ControllerMessage{setup});
+      setup_bytes_ += message.size();
+      by_rank[r]->send_text(std::move(message));
     }
   }
 
@@ -624,6 +642,7 @@ class RunLifecycle final : public Session::Handler {
     for (const auto& [s, e] : progress_.job_iterations()) its.push_back({s, e});
     j["iteration_times_ns"] = std::move(its);
     j["setup_ns"] = outcome_.setup_ns;
+    j["setup_bytes"] = {{"profile", profile_bytes_}, {"sent", setup_bytes_}};
     j["time_scale"] = o_.time_scale;
     try {
       write_file_atomic(run_dir::run_file(o_.out_dir), j.dump(2) + "\n");
@@ -669,6 +688,8 @@ class RunLifecycle final : public Session::Handler {
   Launcher& launcher_;
   std::unique_ptr<asio::ssl::context> tls_;  // null: plain TCP; outlives the streams in ctx_'s frames
   std::uint64_t tls_failures_ = 0;
+  std::uint64_t profile_bytes_ = 0;  // the whole profile as YAML
+  std::uint64_t setup_bytes_ = 0;    // the setup messages sent, slices and all
   asio::io_context ctx_{1};
   std::optional<tcp::acceptor> acceptor_;
   net::Admission admission_;

@@ -154,6 +154,11 @@ void write(json& j, const Setup& m) {
   j["run"] = m.run;
   j["rank"] = m.rank;
   j["profile"] = m.profile;
+  json runs = json::array();
+  for (const auto& [first, count] : m.ops) runs.push_back({first, count});
+  j["ops"] = std::move(runs);
+  j["profile_ops"] = m.profile_ops;
+  j["profile_digest"] = m.profile_digest;
   j["roster"] = std::move(roster);
   j["settings"] = to_json(m.settings);
   j["slowdown"] = m.slowdown;
@@ -164,6 +169,15 @@ void read(const Fields& f, Setup& m) {
   m.run = f.get<std::string>("run");
   m.rank = f.get<RankId>("rank");
   m.profile = f.get<std::string>("profile");
+  const std::string os = "\"ops\" that are not [[first, count], ...]";
+  const json& runs = f.at("ops");
+  if (!runs.is_array()) f.bad(os);
+  for (const auto& r : runs) {
+    if (!r.is_array() || r.size() != 2) f.bad(os);
+    m.ops.emplace_back(f.element<std::uint64_t>(r[0], os), f.element<std::uint64_t>(r[1], os));
+  }
+  m.profile_ops = f.get<std::uint64_t>("profile_ops");
+  m.profile_digest = f.get<std::uint64_t>("profile_digest");
   const std::string rs = "a \"roster\" that is not [{rank, host, port}, ...]";
   const json& roster = f.at("roster");
   if (!roster.is_array()) f.bad(rs);
@@ -251,7 +265,8 @@ Decoded<Variant> decode_variant(std::string_view text) {
 }  // namespace
 
 bool control::Setup::operator==(const Setup& o) const {
-  return run == o.run && rank == o.rank && profile == o.profile && roster.size() == o.roster.size() &&
+  return run == o.run && rank == o.rank && profile == o.profile && ops == o.ops && profile_ops == o.profile_ops &&
+         profile_digest == o.profile_digest && roster.size() == o.roster.size() &&
          std::equal(roster.begin(), roster.end(), o.roster.begin(),
                     [](const RosterEntry& a, const RosterEntry& b) { return a.rank == b.rank && a.host == b.host && a.port == b.port; }) &&
          to_json(settings) == to_json(o.settings) && slowdown == o.slowdown && delay_from == o.delay_from && data_token == o.data_token;

@@ -180,6 +180,20 @@ class Record {
     }
   }
 
+  // Moves the op index of a record that has one (send, receive, compute,
+  // transmit timestamps) through f: from a profile slice's to the whole's.
+  template <typename F>
+  void map_op(F f) {
+    switch (kind()) {
+      case RecordKind::send: update<SendRecord>([&](SendRecord& r) { r.op = f(r.op); }); break;
+      case RecordKind::receive: update<ReceiveRecord>([&](ReceiveRecord& r) { r.op = f(r.op); }); break;
+      case RecordKind::compute: update<ComputeRecord>([&](ComputeRecord& r) { r.op = f(r.op); }); break;
+      case RecordKind::tx_timestamps: update<TxTimestampsRecord>([&](TxTimestampsRecord& r) { r.op = f(r.op); }); break;
+      case RecordKind::iteration:
+      case RecordKind::tcp_info: break;
+    }
+  }
+
  private:
   using Raw = std::array<unsigned char, 64>;
   alignas(8) Raw raw_{};

@@ -12,6 +12,7 @@
 
 #include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/profile.hpp"
+#include "tensorwire/core/profile_slice.hpp"
 #include "tensorwire/protocol/roster.hpp"
 #include "tensorwire/protocol/run_settings.hpp"
 #include "tensorwire/util/unique_fd.hpp"
@@ -40,6 +41,11 @@ class AgentLink {
 struct AgentConfig {
   RankId rank = 0;
   std::string profile_path;  // recorded in the summary
+  // When the profile is this rank's slice of a larger one (profile_slice.hpp):
+  // the whole profile's op indices (on the wire and in the records) and its
+  // digest (what peers compare). Empty / unset: the profile is whole.
+  OpIndexMap ops;
+  std::optional<std::uint64_t> profile_digest;
   Roster roster;
   std::string out_dir;
   ExecutorOptions executor;
@@ -62,7 +68,8 @@ struct AgentConfig {
   AgentLink* link = nullptr;  // a controller connection, if any
 };
 
-// Runs the agent to the end. Returns 0 when every iteration completed; on any
+// Runs the agent to the end (`profile`: the whole profile, or this rank's slice
+// with config.ops and config.profile_digest). Returns 0 when every iteration completed; on any
 // failure (a peer that closes, resets or sends a bad frame, a connect that times
 // out, no progress, a full disk) writes what was measured so far and throws
 // std::runtime_error with a one-line message naming the rank, flow and peer.

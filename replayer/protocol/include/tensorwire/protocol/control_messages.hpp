@@ -23,7 +23,9 @@
 namespace tw {
 
 // 2: `setup` carries the data flows' own token (data_token).
-inline constexpr int kControlVersion = 2;
+// 3: `setup` carries the rank's slice of the profile, with the whole profile's
+//    op indices and digest.
+inline constexpr int kControlVersion = 3;
 inline constexpr const char* kAgentPath = "/agent";
 inline constexpr Nanos kHeartbeatTimeout = 1800 * kMilli;  // silence after which a peer is gone
 // The largest WebSocket message each side reads. An agent sends JSON messages of
@@ -106,7 +108,13 @@ struct Setup {
   static constexpr const char* kType = "setup";
   std::string run;
   RankId rank = 0;
-  std::string profile;  // YAML text, without observed timings
+  // YAML text, without observed timings: the rank's slice (profile_slice.hpp),
+  // its ops being the whole profile's `ops` (runs of indices {first, count}) of
+  // `profile_ops`, whose digest is `profile_digest`.
+  std::string profile;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ops;
+  std::uint64_t profile_ops = 0;
+  std::uint64_t profile_digest = 0;
   std::vector<RosterEntry> roster;
   RunSettings settings;
   double slowdown = 1;

@@ -1,0 +1,106 @@
+#include "tensorwire/core/profile_slice.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace tw {
+
+ProfileSlice slice_profile(const Profile& whole, RankId rank) {
+  if (rank >= whole.ranks.size()) {
+    throw std::out_of_range("rank " + std::to_string(rank) + " is not in the profile (" + std::to_string(whole.ranks.size()) +
+                            " ranks)");
+  }
+  ProfileSlice s;
+  Profile& p = s.profile;
+  p.version = whole.version;
+  p.metadata = whole.metadata;
+  p.iterations = whole.iterations;
+  p.iteration_barrier = whole.iteration_barrier;
+  p.ranks = whole.ranks;
+  p.flows = whole.flows;
+  p.tensors = whole.tensors;
+  constexpr OpIndex kNone = std::numeric_limits<OpIndex>::max();
+  std::vector<OpIndex> local(whole.ops.size(), kNone);
+  for (std::size_t i = 0; i < whole.ops.size(); ++i) {
+    const Op& op = whole.ops[i];
+    const bool own = op.rank == rank;
+    const bool incoming = op.type == OpType::send && whole.flows[op.flow].dst == rank;
+    if (!own && !incoming) continue;
+    local[i] = static_cast<OpIndex>(p.ops.size());
+    s.global.push_back(static_cast<OpIndex>(i));
+    if (own) {
+      p.ops.push_back(op);
+      continue;
+    }
+    // Another rank's message to this one: what its receipt needs.
+    Op m;
+    m.id = op.id;
+    m.type = op.type;
+    m.rank = op.rank;
+    m.flow = op.flow;
+    m.bytes = op.bytes;
+    m.tensor = op.tensor;
+    m.priority = op.priority;
+    p.ops.push_back(std::move(m));
+  }
+  // An own op depends on own ops and on messages to this rank only (the
+  // loader's rule), all of them in the slice.
+  for (Op& op : p.ops) {
+    for (Dependency& d : op.after) {
+      if (local[d.op] == kNone) throw std::logic_error("op " + op.id + " depends on an op outside its rank's slice");
+      d.op = local[d.op];
+    }
+  }
+  p.index();
+  return s;
+}
+
+IndexRuns index_runs(const std::vector<OpIndex>& global) {
+  IndexRuns runs;
+  for (const OpIndex g : global) {
+    if (!runs.empty() && runs.back().first + runs.back().second == g) {
+      ++runs.back().second;
+    } else {
+      runs.push_back({g, 1});
+    }
+  }
+  return runs;
+}
+
+std::optional<std::vector<OpIndex>> indices_from_runs(const IndexRuns& runs, std::uint64_t expected, std::uint64_t whole_ops,
+                                                      std::string& why) {
+  if (whole_ops > limits::kMaxOps || expected > whole_ops) {
+    why = "a slice of " + std::to_string(expected) + " ops of a profile of " + std::to_string(whole_ops);
+    return std::nullopt;
+  }
+  std::uint64_t total = 0, next = 0;
+  for (const auto& [first, count] : runs) {
+    if (count == 0 || first < next || first > whole_ops || count > whole_ops - first) {
+      why = "op indices [" + std::to_string(first) + ", +" + std::to_string(count) + ") out of order or beyond the profile's " +
+            std::to_string(whole_ops) + " ops";
+      return std::nullopt;
+    }
+    next = first + count;
+    total += count;
+  }
+  if (total != expected) {
+    why = std::to_string(total) + " op indices for a slice of " + std::to_string(expected) + " ops";
+    return std::nullopt;
+  }
+  std::vector<OpIndex> out;
+  out.reserve(total);
+  for (const auto& [first, count] : runs) {
+    for (std::uint64_t k = 0; k < count; ++k) out.push_back(static_cast<OpIndex>(first + k));
+  }
+  return out;
+}
+
+std::optional<OpIndex> OpIndexMap::to_local(OpIndex global) const {
+  if (global_.empty()) return global;
+  const auto it = std::lower_bound(global_.begin(), global_.end(), global);
+  if (it == global_.end() || *it != global) return std::nullopt;
+  return static_cast<OpIndex>(it - global_.begin());
+}
+
+}  // namespace tw

@@ -1,0 +1,159 @@
+// A rank's slice of a profile: loads on its own, keeps what the rank needs, and
+// drives the rank's executor exactly as the whole profile does.
+#include "tensorwire/core/profile_slice.hpp"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <tuple>
+
+#include "tensorwire/core/executor.hpp"
+#include "tensorwire/core/frame.hpp"
+#include "tensorwire/core/profile_io.hpp"
+
+namespace tw {
+namespace {
+
+Profile bundled(const char* name) {
+  ProfileLoad l = load_profile_file(std::string(TW_SOURCE_DIR) + "/traffic_profiles/" + name);
+  EXPECT_TRUE(l.ok()) << name;
+  return l.ok() ? std::move(*l.profile) : Profile{};
+}
+
+// The actions rank `r`'s executor hands out, as (whole profile's op, iteration,
+// planned start): each action completes 1 us after it was handed out, and when
+// none is outstanding the earliest message not yet delivered arrives, or the
+// clock moves to the next wake.
+std::vector<std::tuple<OpIndex, std::uint32_t, Nanos>> drive(const Profile& p, const OpIndexMap& map, RankId r) {
+  ExecutorOptions o;
+  o.iterations = 2;
+  Executor ex(p, r, o);
+  std::vector<std::pair<OpIndex, std::uint32_t>> incoming;
+  for (std::uint32_t it = 0; it < 2; ++it) {
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      if (p.ops[i].type == OpType::send && p.flows[p.ops[i].flow].dst == r) incoming.emplace_back(static_cast<OpIndex>(i), it);
+    }
+  }
+  std::vector<std::tuple<OpIndex, std::uint32_t, Nanos>> out;
+  std::deque<Action> pending;
+  std::size_t delivered = 0;
+  Nanos now = 0;
+  ex.start(now);
+  for (int step = 0; step < 1'000'000 && !ex.finished(); ++step) {
+    Action a;
+    while (ex.next_action(a)) {
+      out.emplace_back(map.to_global(a.op), a.iteration, a.at);
+      pending.push_back(a);
+    }
+    now += kMicro;
+    if (!pending.empty()) {
+      const Action done = pending.front();
+      pending.pop_front();
+      if (done.kind == Action::Kind::compute) {
+        ex.compute_done(done.op, done.iteration, now);
+      } else {
+        ex.send_done(done.op, done.iteration, now);
+      }
+    } else if (delivered < incoming.size()) {
+      ex.received(incoming[delivered].first, incoming[delivered].second, now);
+      ++delivered;
+    } else if (const auto w = ex.next_wake()) {
+      now = std::max(now, *w);
+      ex.tick(now);
+    }
+  }
+  EXPECT_TRUE(ex.finished());
+  EXPECT_FALSE(out.empty());
+  return out;
+}
+
+TEST(ProfileSlice, ARanksSliceLoadsAloneAndRunsAsTheWhole) {
+  for (const char* name : {"mlp-ring-2.yaml", "resnet50-ring-4.yaml", "resnet50-ps-4w2s.yaml"}) {
+    SCOPED_TRACE(name);
+    const Profile whole = bundled(name);
+    std::size_t sliced_ops = 0;
+    for (RankId r = 0; r < whole.ranks.size(); ++r) {
+      SCOPED_TRACE("rank " + std::to_string(r));
+      const ProfileSlice s = slice_profile(whole, r);
+      ASSERT_EQ(s.global.size(), s.profile.ops.size());
+      sliced_ops += s.global.size();
+      // Exactly the rank's own ops and the messages to it, in the whole's order.
+      std::size_t expected = 0;
+      for (const Op& op : whole.ops) expected += op.rank == r || (op.type == OpType::send && whole.flows[op.flow].dst == r) ? 1 : 0;
+      EXPECT_EQ(s.global.size(), expected);
+      for (std::size_t i = 0; i < s.global.size(); ++i) {
+        const Op& a = s.profile.ops[i];
+        const Op& b = whole.ops[s.global[i]];
+        ASSERT_EQ(a.id, b.id);
+        EXPECT_EQ(a.type, b.type);
+        EXPECT_EQ(a.rank, b.rank);
+        EXPECT_EQ(a.bytes, b.bytes);
+        if (i > 0) {
+          EXPECT_LT(s.global[i - 1], s.global[i]);
+        }
+        if (a.rank == r) {
+          ASSERT_EQ(a.after.size(), b.after.size());
+          for (std::size_t k = 0; k < a.after.size(); ++k) EXPECT_EQ(s.global[a.after[k].op], b.after[k].op);
+        } else {
+          EXPECT_TRUE(a.after.empty());
+        }
+      }
+      // What the controller sends loads back as the same slice.
+      ProfileLoad back = load_profile_text(write_profile_yaml(s.profile), "slice.yaml");
+      ASSERT_TRUE(back.ok()) << (back.diagnostics.empty() ? "" : back.diagnostics.front().str());
+      EXPECT_EQ(frame::profile_digest(*back.profile), frame::profile_digest(s.profile));
+      // Its op indices travel as runs and come back.
+      std::string why;
+      const auto again = indices_from_runs(index_runs(s.global), s.global.size(), whole.ops.size(), why);
+      ASSERT_TRUE(again) << why;
+      EXPECT_EQ(*again, s.global);
+      // The rank's executor does the same with either.
+      const OpIndexMap map(s.global);
+      EXPECT_EQ(drive(*back.profile, map, r), drive(whole, OpIndexMap(), r));
+      for (std::size_t i = 0; i < s.global.size(); ++i) {
+        const std::optional<OpIndex> local = map.to_local(s.global[i]);
+        EXPECT_EQ(local, std::optional<OpIndex>(static_cast<OpIndex>(i)));
+      }
+    }
+    // Each op is in its rank's slice, and a message in its receiver's too.
+    std::size_t messages = 0;
+    for (const Op& op : whole.ops) messages += op.type == OpType::send ? 1 : 0;
+    EXPECT_EQ(sliced_ops, whole.ops.size() + messages);
+  }
+}
+
+TEST(ProfileSlice, OpsOutsideTheSliceAreNotInIt) {
+  const Profile whole = bundled("resnet50-ring-4.yaml");
+  const ProfileSlice s = slice_profile(whole, 0);
+  const OpIndexMap map(s.global);
+  for (OpIndex g = 0; g < whole.ops.size(); ++g) {
+    const Op& op = whole.ops[g];
+    const bool in = op.rank == 0 || (op.type == OpType::send && whole.flows[op.flow].dst == 0);
+    EXPECT_EQ(map.to_local(g).has_value(), in) << op.id;
+  }
+  EXPECT_FALSE(map.to_local(static_cast<OpIndex>(whole.ops.size())));
+  EXPECT_THROW(slice_profile(whole, 4), std::out_of_range);
+}
+
+TEST(ProfileSlice, IndexRunsAreCheckedBeforeUse) {
+  EXPECT_EQ(index_runs({0, 1, 2, 5, 6, 9}), (IndexRuns{{0, 3}, {5, 2}, {9, 1}}));
+  EXPECT_TRUE(index_runs({}).empty());
+  std::string why;
+  EXPECT_EQ(indices_from_runs({{0, 3}, {5, 2}}, 5, 10, why), (std::vector<OpIndex>{0, 1, 2, 5, 6}));
+  for (const auto& [runs, expected, whole] : std::vector<std::tuple<IndexRuns, std::uint64_t, std::uint64_t>>{
+           {{{5, 2}, {0, 3}}, 5, 10},                 // out of order
+           {{{0, 3}, {2, 2}}, 5, 10},                 // overlapping
+           {{{8, 3}}, 3, 10},                         // beyond the profile
+           {{{0, 0}}, 0, 10},                         // an empty run
+           {{{0, 3}}, 4, 10},                         // fewer than the slice's ops
+           {{{0, ~0ULL}}, 5, 10},                     // a count that would wrap
+           {{{0, 4'000'000'000ULL}}, 4'000'000'000ULL, 4'000'000'000ULL},  // beyond any profile: nothing allocated
+       }) {
+    why.clear();
+    EXPECT_FALSE(indices_from_runs(runs, expected, whole, why));
+    EXPECT_FALSE(why.empty());
+  }
+}
+
+}  // namespace
+}  // namespace tw
