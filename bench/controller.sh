@@ -51,3 +51,38 @@ done
 echo
 echo "The start lead (300 ms) is a fixed part of setup: it leaves every agent time to"
 echo "arm its timer for the common instant."
+
+echo
+echo "### Set-up at scale"
+echo
+echo "\`tensorwire run --testbed 4\`: N agents spread over the 4 hosts of a namespace testbed"
+echo "(N/4 agents per host) on the same 1-iteration ring of N ranks; median of $REPS runs (range)."
+echo "Each agent is sent its rank's slice of the profile; \"whole profile to each\" is what"
+echo "sending every agent the whole profile would have taken."
+echo
+echo "| agents | setup | per agent | sent at set-up | whole profile to each |"
+echo "|---|---|---|---|---|"
+"$tw" testbed down --name twctl > /dev/null 2>&1 || true
+trap '"$tw" testbed down --name twctl > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
+"$tw" testbed up --hosts 4 --name twctl > /dev/null
+for n in 8 32 64; do
+  "$tw" profile synth --model mlp --ranks $n --iterations 1 -o "$work/s$n.yaml" 2> /dev/null
+  setup=() sent=() whole=()
+  for ((k = 0; k < REPS; k++)); do
+    rm -rf "$work/r"
+    "$tw" run "$work/s$n.yaml" --testbed 4 --name twctl --keep --out "$work/r" --json --join-timeout 300 > "$work/r.json"
+    read -r s b w < <(/usr/bin/python3 - "$work/r.json" "$work/r/run.json" $n <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["ok"], j
+sb = json.load(open(sys.argv[2]))["setup_bytes"]
+print(round(j["setup_ns"] / 1e6), sb["sent"], sb["profile"] * int(sys.argv[3]))
+PY
+)
+    setup+=("$s") sent+=("$b") whole+=("$w")
+  done
+  m=$(median "${setup[@]}")
+  printf '| %d | %s ms | %.1f ms | %s | %s |\n' $n "$(spread "${setup[@]}")" "$(awk "BEGIN {print $m / $n}")" \
+    "$(human_bytes "$(median "${sent[@]}")")" "$(human_bytes "$(median "${whole[@]}")")"
+done
+"$tw" testbed down --name twctl > /dev/null 2>&1 || true

@@ -29,3 +29,10 @@ wait_quiet() {
     sleep 5
   done
 }
+# human_bytes N: like "1.5 MB" (decimal units).
+human_bytes() { /usr/bin/python3 -c "
+n = float($1)
+for u in ('B', 'kB', 'MB', 'GB', 'TB'):
+    if n < 1000 or u == 'TB':
+        print(f'{n:.0f} {u}' if u == 'B' else f'{n:.1f} {u}'); break
+    n /= 1000"; }

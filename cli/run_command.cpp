@@ -259,7 +259,7 @@ void add_run_command(CLI::App& app, Action& action) {
   r->footer(
       "Where the agents run (exactly one):\n"
       "  --local N          N agent processes on this machine\n"
-      "  --testbed N        one agent per host of a namespace testbed (tensorwire testbed --help)\n"
+      "  --testbed N        agents on the N hosts of a namespace testbed, ranks in blocks (tensorwire testbed --help)\n"
       "  --hosts LIST       over ssh, LIST like user@vm1,vm2:2 (HOST:SLOTS = ranks per host, in order)\n"
       "  --expect N         agents started elsewhere dial in: TW_TOKEN=$(cat OUT/token) tensorwire agent --controller\n"
       "                     ADDR:PORT (the run writes its token there, mode 0600, and removes it at the end)\n"

@@ -1,12 +1,37 @@
 #include "tensorwire/core/profile_slice.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <stdexcept>
 
 namespace tw {
 
+std::vector<std::vector<OpIndex>> slice_members(const Profile& whole) {
+  std::vector<std::vector<OpIndex>> members(whole.ranks.size());
+  for (std::size_t i = 0; i < whole.ops.size(); ++i) {
+    const Op& op = whole.ops[i];
+    if (op.rank < members.size()) members[op.rank].push_back(static_cast<OpIndex>(i));
+    if (op.type == OpType::send) {
+      const RankId dst = whole.flows[op.flow].dst;
+      if (dst != op.rank && dst < members.size()) members[dst].push_back(static_cast<OpIndex>(i));
+    }
+  }
+  return members;
+}
+
 ProfileSlice slice_profile(const Profile& whole, RankId rank) {
+  if (rank >= whole.ranks.size()) {
+    throw std::out_of_range("rank " + std::to_string(rank) + " is not in the profile (" + std::to_string(whole.ranks.size()) +
+                            " ranks)");
+  }
+  std::vector<OpIndex> members;
+  for (std::size_t i = 0; i < whole.ops.size(); ++i) {
+    const Op& op = whole.ops[i];
+    if (op.rank == rank || (op.type == OpType::send && whole.flows[op.flow].dst == rank)) members.push_back(static_cast<OpIndex>(i));
+  }
+  return slice_profile(whole, rank, std::move(members));
+}
+
+ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpIndex> members) {
   if (rank >= whole.ranks.size()) {
     throw std::out_of_range("rank " + std::to_string(rank) + " is not in the profile (" + std::to_string(whole.ranks.size()) +
                             " ranks)");
@@ -20,16 +45,11 @@ ProfileSlice slice_profile(const Profile& whole, RankId rank) {
   p.ranks = whole.ranks;
   p.flows = whole.flows;
   p.tensors = whole.tensors;
-  constexpr OpIndex kNone = std::numeric_limits<OpIndex>::max();
-  std::vector<OpIndex> local(whole.ops.size(), kNone);
-  for (std::size_t i = 0; i < whole.ops.size(); ++i) {
-    const Op& op = whole.ops[i];
-    const bool own = op.rank == rank;
-    const bool incoming = op.type == OpType::send && whole.flows[op.flow].dst == rank;
-    if (!own && !incoming) continue;
-    local[i] = static_cast<OpIndex>(p.ops.size());
-    s.global.push_back(static_cast<OpIndex>(i));
-    if (own) {
+  s.global = std::move(members);
+  p.ops.reserve(s.global.size());
+  for (const OpIndex g : s.global) {
+    const Op& op = whole.ops[g];
+    if (op.rank == rank) {
       p.ops.push_back(op);
       continue;
     }
@@ -46,10 +66,12 @@ ProfileSlice slice_profile(const Profile& whole, RankId rank) {
   }
   // An own op depends on own ops and on messages to this rank only (the
   // loader's rule), all of them in the slice.
+  const OpIndexMap map(s.global);
   for (Op& op : p.ops) {
     for (Dependency& d : op.after) {
-      if (local[d.op] == kNone) throw std::logic_error("op " + op.id + " depends on an op outside its rank's slice");
-      d.op = local[d.op];
+      const auto local = map.to_local(d.op);
+      if (!local) throw std::logic_error("op " + op.id + " depends on an op outside its rank's slice");
+      d.op = *local;
     }
   }
   p.index();

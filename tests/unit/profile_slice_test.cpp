@@ -122,6 +122,19 @@ TEST(ProfileSlice, ARanksSliceLoadsAloneAndRunsAsTheWhole) {
   }
 }
 
+// The controller slices every rank from one pass over the profile.
+TEST(ProfileSlice, OnePassGivesEveryRanksSlice) {
+  const Profile whole = bundled("resnet50-ps-4w2s.yaml");
+  auto members = slice_members(whole);
+  ASSERT_EQ(members.size(), whole.ranks.size());
+  for (RankId r = 0; r < whole.ranks.size(); ++r) {
+    const ProfileSlice one = slice_profile(whole, r);
+    const ProfileSlice fast = slice_profile(whole, r, std::move(members[r]));
+    EXPECT_EQ(fast.global, one.global);
+    EXPECT_EQ(write_profile_yaml(fast.profile), write_profile_yaml(one.profile));
+  }
+}
+
 TEST(ProfileSlice, OpsOutsideTheSliceAreNotInIt) {
   const Profile whole = bundled("resnet50-ring-4.yaml");
   const ProfileSlice s = slice_profile(whole, 0);

@@ -273,8 +273,12 @@ class RunLifecycle final : public Session::Handler {
     AgentState& a = s.state;
     if (a.hello) throw std::runtime_error("a second hello");
     if (m.version != kControlVersion) {
-      throw std::runtime_error("speaks control protocol version " + std::to_string(m.version) + ", this controller " +
-                               std::to_string(kControlVersion));
+      // Told why, so that the agent's own line says it (not only "End of file").
+      const std::string why = "the agent speaks control protocol version " + std::to_string(m.version) + ", this controller " +
+                              std::to_string(kControlVersion) + " (the same tensorwire release on every host)";
+      s.send(control::Stop{why});
+      line_.log("turned away " + a.who() + ": " + why);
+      return;
     }
     a.hello = true;
     a.host = m.host;
@@ -405,6 +409,7 @@ class RunLifecycle final : public Session::Handler {
   asio::awaitable<void> lifecycle() {
     const Nanos launched = realtime_ns();
     try {
+      prepare_setups();
       launcher_.launch(address_, token_);
       state_ = RunState::joining;
       const auto all_joined = [this] { return joined() >= p_.ranks.size(); };
@@ -413,7 +418,7 @@ class RunLifecycle final : public Session::Handler {
                ") dialled in to " + address_;
       };
       co_await wait_until(all_joined, o_.join_timeout, join_what);
-      assign();
+      co_await assign();
       state_ = RunState::connecting;
       const auto all_connected = [this] { return every_ranked([](const AgentState& a) { return a.connected; }); };
       const auto connect_what = [this] { return not_yet("connected their flows", [](const AgentState& a) { return a.connected; }); };
@@ -460,7 +465,36 @@ class RunLifecycle final : public Session::Handler {
     while (Clock::now() < deadline && !settled()) co_await notifier_.wait(std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
   }
 
-  void assign() {
+  // Writes the profile to the run directory and cuts each rank's slice (the
+  // set-up traffic then grows with the profile, not with the profile times the
+  // ranks). Before the launch: for a large profile and hundreds of ranks this
+  // takes seconds, which no agent's heartbeat should wait for.
+  void prepare_setups() {
+    Profile stripped = p_;
+    stripped.observed.reset();
+    const std::string whole = write_profile_yaml(stripped);
+    write_file_atomic(run_dir::profile_file(o_.out_dir), whole);
+    profile_bytes_ = whole.size();
+    profile_digest_ = frame::profile_digest(stripped);
+    std::vector<std::vector<OpIndex>> members = slice_members(stripped);
+    slices_.clear();
+    for (std::size_t r = 0; r < p_.ranks.size(); ++r) {
+      ProfileSlice slice = slice_profile(stripped, static_cast<RankId>(r), std::move(members[r]));
+      PreparedSlice prepared;
+      prepared.yaml = write_profile_yaml(slice.profile);
+      prepared.ops = index_runs(slice.global);
+      if (!o_.settings.open_loop_offsets.empty()) {
+        prepared.open_loop_offsets.reserve(slice.global.size());
+        for (const OpIndex g : slice.global) prepared.open_loop_offsets.push_back(o_.settings.open_loop_offsets.at(g));
+      }
+      slices_.push_back(std::move(prepared));
+    }
+  }
+
+  // Assigns ranks and sends each agent its setup, yielding after each, so that
+  // heartbeats are answered while hundreds of setups are encoded.
+  asio::awaitable<void> assign() {
+    const auto keep = sessions_;  // alive across the yields
     std::vector<Session*> pool;
     std::vector<std::optional<RankId>> hints;
     for (const auto& s : sessions_) {
@@ -481,31 +515,20 @@ class RunLifecycle final : public Session::Handler {
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
       roster.push_back({static_cast<std::uint32_t>(r), by_rank[r]->state.data_host, by_rank[r]->state.data_port});
     }
-    Profile stripped = p_;
-    stripped.observed.reset();
-    const std::string whole = write_profile_yaml(stripped);
-    write_file_atomic(run_dir::profile_file(o_.out_dir), whole);
-    profile_bytes_ = whole.size();
-    const std::uint64_t digest = frame::profile_digest(stripped);
-    // Each agent gets its rank's slice: the set-up traffic grows with the
-    // profile, not with the profile times the ranks.
+    // Each agent gets its rank's slice, prepared before the launch.
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
+      if (failure_) throw RunFailed{};
+      PreparedSlice& slice = slices_[r];
       control::Setup setup;
       setup.run = o_.run_id;
       setup.rank = static_cast<RankId>(r);
-      ProfileSlice slice = slice_profile(stripped, static_cast<RankId>(r));
-      setup.profile = write_profile_yaml(slice.profile);
-      setup.ops = index_runs(slice.global);
-      setup.profile_ops = stripped.ops.size();
-      setup.profile_digest = digest;
+      setup.profile = std::move(slice.yaml);
+      setup.ops = std::move(slice.ops);
+      setup.profile_ops = p_.ops.size();
+      setup.profile_digest = profile_digest_;
       setup.roster = roster;
       setup.settings = o_.settings;
-      if (!setup.settings.open_loop_offsets.empty()) {
-        std::vector<Nanos> offsets;
-        offsets.reserve(slice.global.size());
-        for (const OpIndex g : slice.global) offsets.push_back(o_.settings.open_loop_offsets.at(g));
-        setup.settings.open_loop_offsets = std::move(offsets);
-      }
+      setup.settings.open_loop_offsets = std::move(slice.open_loop_offsets);
       setup.slowdown = r < o_.slowdown.size() ? o_.slowdown[r] : 1.0;
       setup.data_token = data_token_;
       setup.delay_from.assign(by_rank.size(), 0);
@@ -517,6 +540,7 @@ class RunLifecycle final : public Session::Handler {
       std::string message = encode(ControllerMessage{setup});
       setup_bytes_ += message.size();
       by_rank[r]->send_text(std::move(message));
+      co_await asio::post(ctx_, asio::use_awaitable);
     }
   }
 
@@ -690,6 +714,13 @@ class RunLifecycle final : public Session::Handler {
   std::uint64_t tls_failures_ = 0;
   std::uint64_t profile_bytes_ = 0;  // the whole profile as YAML
   std::uint64_t setup_bytes_ = 0;    // the setup messages sent, slices and all
+  std::uint64_t profile_digest_ = 0;
+  struct PreparedSlice {
+    std::string yaml;
+    IndexRuns ops;
+    std::vector<Nanos> open_loop_offsets;
+  };
+  std::vector<PreparedSlice> slices_;  // per rank, until its setup is sent
   asio::io_context ctx_{1};
   std::optional<tcp::acceptor> acceptor_;
   net::Admission admission_;

@@ -28,6 +28,11 @@ struct ProfileSlice {
 
 // Throws std::out_of_range if `rank` is not in the profile.
 ProfileSlice slice_profile(const Profile& whole, RankId rank);
+// The same from the rank's members (slice_members()[rank]): every rank's slice
+// in time linear in the profile and its slices, not in the profile times the ranks.
+ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpIndex> members);
+// Each rank's ops in its slice, in one pass: its own and the messages to it.
+std::vector<std::vector<OpIndex>> slice_members(const Profile& whole);
 
 // A slice's op indices as runs of consecutive indices {first, count}: what goes
 // on the wire (a rank's ops are mostly contiguous).
