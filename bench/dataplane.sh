@@ -117,6 +117,15 @@ for spec in "1MiB 1 2000 1" "8MiB 1 300 1" "64MiB 1 40 1" "8MiB 4 100 1" "8MiB 4
     "$(spread "${nagle[@]}") Gb/s | $(ratio "$o" "$(median "${nagle[@]}")") |"
 done
 echo
+echo "Reading the ratios: on this 2-core virtual machine the sending and receiving agents"
+echo "(each with its recorder) share the two cores with the bridge's softirq work, and"
+echo "iperf3's own figures vary by a third between runs. Four flows stop near one flow's"
+echo "rate: an agent's I/O thread is one core and the receiver has the other, so"
+echo "\`--io-threads 2\` adds a thread but no core here. Ratios above 100% are not wins:"
+echo "iperf3 3.12 drives all its streams from one thread and falls below its own 4-stream"
+echo "rate with 16, so it is no ceiling for 16 flows (against its 4-stream figure, 16 agent"
+echo "flows reach about half)."
+echo
 echo "### Small messages"
 echo
 echo "Messages per second at the receiver: median of $REPS runs (range). Two baselines:"
@@ -158,6 +167,9 @@ for spec in "4096 200000" "65536 50000" "4096 200000 --no-tx-timestamps"; do
   echo "| $label | $(spread "${ours[@]}") | $(spread "${plain[@]}") | $(ratio "$o" "$(median "${plain[@]}")") $cells"
 done
 echo
+echo "A ratio above 100% here is not a win either: the ranges overlap widely, and why the"
+echo "medians of the 4 KiB runs differ is not resolved."
+echo
 echo "### Start precision"
 echo
 echo "Messages of 4 KiB, each planned 1 ms after the previous one was handed to the kernel;"
@@ -195,6 +207,9 @@ print(f"| {label} | {prio} | {err[len(err)//2]:.1f} us | {err[int(len(err)*0.99)
 PY
 done
 
+echo
+echo "On this virtual machine the vCPU itself is descheduled by the host now and then"
+echo "(the maxima, at any priority), which no priority inside the guest prevents."
 echo
 echo "### Fidelity on a synthetic profile"
 echo
