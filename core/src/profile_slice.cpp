@@ -19,16 +19,8 @@ std::vector<std::vector<OpIndex>> slice_members(const Profile& whole) {
 }
 
 ProfileSlice slice_profile(const Profile& whole, RankId rank) {
-  if (rank >= whole.ranks.size()) {
-    throw std::out_of_range("rank " + std::to_string(rank) + " is not in the profile (" + std::to_string(whole.ranks.size()) +
-                            " ranks)");
-  }
-  std::vector<OpIndex> members;
-  for (std::size_t i = 0; i < whole.ops.size(); ++i) {
-    const Op& op = whole.ops[i];
-    if (op.rank == rank || (op.type == OpType::send && whole.flows[op.flow].dst == rank)) members.push_back(static_cast<OpIndex>(i));
-  }
-  return slice_profile(whole, rank, std::move(members));
+  std::vector<std::vector<OpIndex>> members = slice_members(whole);
+  return slice_profile(whole, rank, rank < members.size() ? std::move(members[rank]) : std::vector<OpIndex>{});
 }
 
 ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpIndex> members) {
