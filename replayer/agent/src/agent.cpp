@@ -99,6 +99,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     recv_seen_.assign(p_.ops.size(), 0);
     slot_of_flow_.assign(p_.flows.size(), -1);
     for (std::size_t t = 1; t < threads_; ++t) workers_.push_back(std::make_unique<Worker>(*this, t));
+    read_buffers_.resize(threads_);
+    for (auto& b : read_buffers_) b.resize(kReadBuffer);
     Bytes largest = frame::kHeaderSize;
     for (const Op& op : p_.ops) {
       if (op.type == OpType::send && op.rank == rank_) largest = std::max(largest, frame::wire_bytes(op.bytes));
@@ -128,7 +130,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         s.read_lag = p_.flows[f].read_lag;
         s.wake_early = &wake_early_;
         s.spin = c.spin;
-        s.read_buffer = kReadBuffer;
+        s.read_buffer = read_buffers_[t];
         s.iterations = iterations_;
         s.realtime_offset = realtime_offset_;
         s.ops = &c.ops;
@@ -727,6 +729,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   FlowConnector connector_;
   std::optional<tcp::acceptor> acceptor_;
   std::vector<std::byte> payload_;
+  std::vector<std::vector<std::byte>> read_buffers_;  // one per I/O thread, shared by its incoming flows
   std::vector<std::uint32_t> recv_seen_;
   std::vector<int> slot_of_flow_;
   std::vector<std::unique_ptr<OutgoingFlow>> out_;
@@ -755,6 +758,23 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   std::string error_;
 };
 
+// Every flow of the rank is a socket; the listener, the control link, the
+// reactor's descriptors, the output files and the standard streams fit in the
+// reserve. Raised to what the hard limit allows; beyond it, a clear error
+// before the first connection rather than refused accepts halfway through.
+void check_descriptors(const Profile& profile, RankId rank) {
+  constexpr std::uint64_t kReserve = 64;
+  std::uint64_t flows = 0;
+  for (const Flow& f : profile.flows) flows += (f.src == rank ? 1 : 0) + (f.dst == rank ? 1 : 0);
+  const std::uint64_t need = flows + kReserve;
+  const std::uint64_t limit = net::raise_fd_limit(std::max<std::uint64_t>(65536, need));
+  if (limit < need) {
+    throw std::runtime_error("rank " + std::to_string(rank) + " drives " + std::to_string(flows) + " flows and needs about " +
+                             std::to_string(need) + " file descriptors, but may open only " + std::to_string(limit) +
+                             " (raise the hard limit: ulimit -Hn, LimitNOFILE=)");
+  }
+}
+
 }  // namespace
 
 void run_agent(const Profile& profile, AgentConfig& config) {
@@ -770,6 +790,7 @@ void run_agent(const Profile& profile, AgentConfig& config) {
     throw std::runtime_error("the profile slice has " + std::to_string(profile.ops.size()) + " ops, its index map " +
                              std::to_string(config.ops.global().size()));
   }
+  check_descriptors(profile, config.rank);
   UniqueFd listen_fd = std::move(config.listen_fd);
   std::error_code ec;
   std::filesystem::create_directories(config.out_dir, ec);

@@ -26,7 +26,6 @@ IncomingFlow::IncomingFlow(asio::io_context& ctx, const Profile& p, FlowIndex fl
 void IncomingFlow::adopt(tcp::socket sock, std::string peer) {
   sock_.emplace(std::move(sock));
   peer_ = std::move(peer);
-  buffer_.resize(s_.read_buffer);
   error_code ec;
   sock_->non_blocking(true, ec);
 }
@@ -62,7 +61,7 @@ void IncomingFlow::wait_readable() {
 void IncomingFlow::read_some() {
   const int fd = sock_->native_handle();
   for (int turn = 0; turn < kReadsPerTurn; ++turn) {
-    const ssize_t n = ::recv(fd, buffer_.data(), buffer_.size(), MSG_DONTWAIT);
+    const ssize_t n = ::recv(fd, s_.read_buffer.data(), s_.read_buffer.size(), MSG_DONTWAIT);
     if (n == 0) {
       peer_closed();
       return;
@@ -78,7 +77,7 @@ void IncomingFlow::read_some() {
     }
     read_at_ = mono_now();
     events_.progress();
-    if (auto bad = decoder_.feed(std::span<const std::byte>(buffer_.data(), static_cast<std::size_t>(n)), *this)) {
+    if (auto bad = decoder_.feed(std::span<const std::byte>(s_.read_buffer.data(), static_cast<std::size_t>(n)), *this)) {
       events_.failed(where() + ": bad frame: " + *bad);
       return;
     }

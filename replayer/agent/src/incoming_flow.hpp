@@ -1,7 +1,7 @@
 // One flow into this rank: reads the stream, checks every frame against the
 // profile, records a ReceiveRecord per message and delivers it to the rank's ops,
-// after the emulated one-way delay and the flow's read lag when there are any. Reads into one buffer per
-// flow and decodes in place: no allocation per message. Single-threaded: the
+// after the emulated one-way delay and the flow's read lag when there are any. Reads into its I/O thread's
+// buffer and decodes in place: no allocation per message. Single-threaded: the
 // I/O thread of the flow's io_context (adopt() and connected() on the thread
 // that owns the flow, before that thread is told to read(); ended() from any);
 // the flow must outlive every operation it started.
@@ -12,6 +12,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,10 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     Nanos read_lag = 0;
     const std::atomic<Nanos>* wake_early = nullptr;
     Nanos spin = 0;  // of the delivery timer
-    std::size_t read_buffer = 256 * 1024;
+    // Where reads land: shared by the flows of one I/O thread (a read is
+    // decoded before the next begins), so that memory grows with the threads,
+    // not with the flows. Must outlive the flow and hold at least one byte.
+    std::span<std::byte> read_buffer;
     std::uint64_t iterations = 0;
     Nanos realtime_offset = 0;  // CLOCK_REALTIME minus CLOCK_MONOTONIC
     // The op indices on the wire: the whole profile's when the profile is a slice.
@@ -103,7 +107,6 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   std::optional<boost::asio::ip::tcp::socket> sock_;
   std::string peer_;
   frame::Decoder decoder_;
-  std::vector<std::byte> buffer_;
   Nanos read_at_ = 0;  // when the read being decoded returned
   Nanos first_byte_ = 0;  // of the message being received
   OpIndex op_ = 0;  // the slice's index of the message being received (validate())
