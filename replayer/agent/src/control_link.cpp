@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "tensorwire/agent/agent.hpp"
@@ -88,6 +89,8 @@ class ControlLink final : public AgentLink {
   void attach(AgentSteering steering) override {
     std::lock_guard lock(mutex_);
     steering_ = std::move(steering);
+    // A stop that came while the agent was still reading its slice.
+    if (stop_early_ && steering_.stop) steering_.stop(*stop_early_);
   }
 
   void connected() override {
@@ -130,6 +133,7 @@ class ControlLink final : public AgentLink {
   void stop_agent(const std::string& why) {
     std::lock_guard lock(mutex_);
     if (steering_.stop) steering_.stop(why);
+    else if (!stop_early_) stop_early_ = why;
   }
 
   void watch_stdin() {
@@ -304,19 +308,13 @@ class ControlLink final : public AgentLink {
     listen_fd_ = UniqueFd(a.release());
   }
 
+  // The slice is parsed on the agent's thread, not here: with many agents on
+  // few cores, a parse on the link's thread held back its replies to the
+  // controller's pings past the heartbeat timeout (256 agents on 2 cores).
   void setup(const control::Setup& m) {
     if (agent_running_) throw std::runtime_error("the controller sent a second setup");
     rank_ = m.rank;
     run_id_ = m.run;
-    ProfileLoad load = load_profile_text(m.profile, "profile of run " + run_id_);
-    if (!load.ok()) {
-      throw std::runtime_error("the controller's profile does not load: " +
-                               (load.diagnostics.empty() ? std::string("?") : load.diagnostics.front().str()));
-    }
-    profile_ = std::move(*load.profile);
-    std::string why;
-    auto global = indices_from_runs(m.ops, profile_.ops.size(), m.profile_ops, why);
-    if (!global) throw std::runtime_error("the controller's profile slice does not fit its op indices: " + why);
     Roster roster;
     roster.token = m.data_token;
     roster.ranks = m.roster;
@@ -333,7 +331,6 @@ class ControlLink final : public AgentLink {
     }
     config_.rank = rank_;
     config_.profile_path = "run " + run_id_;
-    config_.ops = OpIndexMap(std::move(*global));
     config_.profile_digest = m.profile_digest;
     config_.roster = std::move(roster);
     config_.out_dir = out_dir_;
@@ -354,9 +351,16 @@ class ControlLink final : public AgentLink {
     config_.quiet = o_.quiet;
     config_.link = this;
     agent_running_ = true;
-    agent_thread_ = std::thread([this] {
+    agent_thread_ = std::thread([this, text = m.profile, runs = m.ops, whole = m.profile_ops] {
       std::string error;
       try {
+        load_slice(text, runs, whole);
+        std::optional<std::string> stopped;
+        {
+          std::lock_guard lock(mutex_);
+          stopped = stop_early_;
+        }
+        if (stopped) throw std::runtime_error(*stopped);
         run_agent(profile_, config_);
       } catch (const std::exception& e) {
         error = e.what();
@@ -364,6 +368,20 @@ class ControlLink final : public AgentLink {
       asio::post(ctx_, [this, error] { agent_finished(error); });
     });
     flush_progress();
+  }
+
+  // On the agent's thread, before the agent: profile_ and config_.ops.
+  void load_slice(const std::string& text, const IndexRuns& runs, std::uint64_t whole) {
+    ProfileLoad load = load_profile_text(text, "profile of run " + run_id_);
+    if (!load.ok()) {
+      throw std::runtime_error("the controller's profile does not load: " +
+                               (load.diagnostics.empty() ? std::string("?") : load.diagnostics.front().str()));
+    }
+    profile_ = std::move(*load.profile);
+    std::string why;
+    auto global = indices_from_runs(runs, profile_.ops.size(), whole, why);
+    if (!global) throw std::runtime_error("the controller's profile slice does not fit its op indices: " + why);
+    config_.ops = OpIndexMap(std::move(*global));
   }
 
   void flush_progress() {
@@ -441,8 +459,9 @@ class ControlLink final : public AgentLink {
   bool bye_ = false;
   bool interrupted_ = false;
   std::string error_;
-  std::mutex mutex_;  // guards steering_, batch_, flow_bytes_ (shared with the agent's thread)
+  std::mutex mutex_;  // guards steering_, stop_early_, batch_, flow_bytes_ (shared with the agent's thread)
   AgentSteering steering_;
+  std::optional<std::string> stop_early_;  // a stop before the agent attached
   std::vector<control::IterationSpan> batch_;
   std::vector<std::pair<FlowIndex, std::uint64_t>> flow_bytes_;
 };
