@@ -41,6 +41,7 @@ struct AgentArgs {
   std::string host_name;
   std::string controller_ca;
   double join_timeout_s = 30;
+  double heartbeat_s = 0;  // 0: the protocol's
   ReplayOptions replay;
 };
 
@@ -72,6 +73,7 @@ int run_controlled(const AgentArgs& a) {
   o.out_dir = a.out;
   o.controller_ca = a.controller_ca;
   o.join_timeout = seconds_option(a.join_timeout_s, "--join-timeout");
+  if (a.heartbeat_s > 0) o.heartbeat = seconds_option(a.heartbeat_s, "--heartbeat");
   o.watch_stdin = a.token_stdin;
   o.quiet = a.quiet;
   return run_controlled_agent(o);
@@ -214,6 +216,9 @@ void add_agent_commands(CLI::App& app, Action& action) {
   s->add_option("--data-host", agent->data_host,
                 "Address to accept data flows on (default: the one that reaches the controller)");
   s->add_option("--join-timeout", agent->join_timeout_s, "Seconds to keep trying to reach the controller")->capture_default_str();
+  s->add_option("--heartbeat", agent->heartbeat_s,
+                "Seconds of silence after which the controller is taken for gone (default 1.8; a run that starts many "
+                "agents per core on one machine passes a longer one)");
   s->add_option("--slowdown", agent->replay.slowdown, "Stretch this rank's compute by this factor (a straggler)")
       ->capture_default_str();
   s->add_option("--listen-fd", agent->listen_fd, "Use this inherited listening socket (set by replay --local)");

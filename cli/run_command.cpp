@@ -110,13 +110,16 @@ int run_command(const RunArgs& a) {
   o.join_timeout = seconds_option(a.join_timeout_s, "--join-timeout");
   if (a.timeout_s > 0) o.run_timeout = seconds_option(a.timeout_s, "--timeout");
   const std::size_t local_agents = agents_on_this_machine(a.local, a.testbed, ranks);
-  o.settings = make_run_settings(p, a.replay, {.scale = scale, .local_agents = local_agents, .cores = std::thread::hardware_concurrency()});
+  const RunPlacement where{.scale = scale, .local_agents = local_agents, .cores = std::thread::hardware_concurrency()};
+  o.settings = make_run_settings(p, a.replay, where);
+  o.heartbeat = heartbeat_for(where);
   o.time_scale = scale.factor();
   o.slowdown.assign(ranks, 1.0);
   for (const auto& [rank, f] : parse_slow_ranks(a.slow_ranks, ranks)) o.slowdown[rank] = f;
 
   const std::string log_dir = run_dir::logs_dir(o.out_dir);
   std::vector<std::string> agent_args = {"--quiet"};
+  if (o.heartbeat != kHeartbeatTimeout) agent_args.insert(agent_args.end(), {"--heartbeat", fmt::format("{:g}", static_cast<double>(o.heartbeat) / kSecond)});
   // TLS: the agents this run starts trust the controller's certificate (an ssh
   // host must have it at the same path).
   if (a.tls_cert.empty() != a.tls_key.empty()) throw std::invalid_argument("--tls-cert and --tls-key go together");

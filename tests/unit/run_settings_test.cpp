@@ -9,6 +9,7 @@
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/run_settings.hpp"
 #include "tensorwire/launch/time_scale.hpp"
+#include "tensorwire/protocol/control_messages.hpp"
 
 namespace tw {
 namespace {
@@ -90,6 +91,15 @@ TEST(RunSettings, AgentArgumentsCarryTheOptions) {
   EXPECT_EQ(agent_arguments(o, {.local_agents = 4, .cores = 2}),
             (std::vector<std::string>{"--spin-us", "0", "--link-gbps", "10", "--connect-timeout", "30", "--idle-timeout", "60",
                                       "--open-loop", "--delay-us", "2.5", "--iterations", "3"}));
+}
+
+TEST(RunSettings, HeartbeatStretchesWithTheAgentsPerCoreOfThisMachine) {
+  EXPECT_EQ(heartbeat_for({.local_agents = 0, .cores = 2}), kHeartbeatTimeout);  // agents elsewhere
+  EXPECT_EQ(heartbeat_for({.local_agents = 32, .cores = 2}), kHeartbeatTimeout);
+  EXPECT_EQ(heartbeat_for({.local_agents = 33, .cores = 2}), 2 * kHeartbeatTimeout);
+  EXPECT_EQ(heartbeat_for({.local_agents = 256, .cores = 2}), 8 * kHeartbeatTimeout);
+  EXPECT_EQ(heartbeat_for({.local_agents = 256, .cores = 64}), kHeartbeatTimeout);
+  EXPECT_EQ(heartbeat_for({.local_agents = 20, .cores = 0}), 2 * kHeartbeatTimeout);  // cores unknown: one
 }
 
 TEST(TimeScale, StretchesAndScalesBack) {

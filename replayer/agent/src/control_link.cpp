@@ -272,7 +272,7 @@ class ControlLink final : public AgentLink {
       }
     }
     stream.expires_never();
-    ws_->set_option(websocket::stream_base::timeout{std::chrono::seconds(5), std::chrono::nanoseconds(kHeartbeatTimeout), true});
+    ws_->set_option(websocket::stream_base::timeout{std::chrono::seconds(5), std::chrono::nanoseconds(o_.heartbeat), true});
     ws_->set_option(websocket::stream_base::decorator([token = o_.token](websocket::request_type& req) {
       req.set(http::field::authorization, "Bearer " + token);
       req.set(http::field::user_agent, "tensorwire-agent");

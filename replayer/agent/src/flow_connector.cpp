@@ -1,5 +1,6 @@
 #include "flow_connector.hpp"
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
@@ -28,7 +29,12 @@ constexpr Nanos kConnectTimeout = 2 * kSecond;  // one attempt
 // A peer sends its hello and token as soon as it is connected: a stranger that
 // says nothing holds one of the few unauthenticated slots for at most this long.
 constexpr Nanos kHelloTimeout = 2 * kSecond;
-constexpr Nanos kAcceptTimeout = 10 * kSecond;  // a peer busy accepting others
+// A peer busy accepting others: at least this long, and as long as the dial's
+// budget allows. Once the hello is out the answer is waited for, not dialled
+// again: a peer slowed down by load (hundreds of agents on a few cores) may take
+// the first connection after the dialler gave up on it and refuse the second
+// as a duplicate.
+constexpr Nanos kAcceptTimeout = 10 * kSecond;
 constexpr Nanos kWriteTimeout = 5 * kSecond;  // a handshake is a few bytes: only a stalled peer takes longer
 
 // Runs `op` (an awaitable on `sock` yielding a tuple whose first element is an
@@ -94,7 +100,10 @@ asio::awaitable<tcp::socket> FlowConnector::dial(FlowIndex flow, std::chrono::st
     ec = co_await within(sock, kWriteTimeout, [&] { return asio::async_write(sock, asio::buffer(hello), asio::as_tuple(asio::use_awaitable)); });
     std::array<std::byte, frame::kAcceptSize> reply{};
     if (!ec) {
-      ec = co_await within(sock, kAcceptTimeout, [&] { return asio::async_read(sock, asio::buffer(reply), asio::as_tuple(asio::use_awaitable)); });
+      const Nanos left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - std::chrono::steady_clock::now()).count();
+      ec = co_await within(sock, std::max(kAcceptTimeout, left), [&] {
+        return asio::async_read(sock, asio::buffer(reply), asio::as_tuple(asio::use_awaitable));
+      });
       if (ec) {
         last_error = "no answer to the handshake";
         co_return std::nullopt;

@@ -168,7 +168,7 @@ class RunLifecycle final : public Session::Handler {
   }
 
   asio::awaitable<void> agent(WebSocket ws, std::string peer) {
-    auto s = std::make_shared<Session>(std::move(ws), std::move(peer));
+    auto s = std::make_shared<Session>(std::move(ws), std::move(peer), o_.heartbeat);
     sessions_.push_back(s);
     co_await s->run_agent(*this, [] { return realtime_ns(); });
   }

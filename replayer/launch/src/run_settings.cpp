@@ -2,10 +2,12 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 #include "tensorwire/analysis/simulator.hpp"
+#include "tensorwire/protocol/control_messages.hpp"
 
 namespace tw {
 
@@ -18,6 +20,12 @@ double spin_us_for(const ReplayOptions& o, const RunPlacement& where) {
   if (o.spin_us >= 0) return o.spin_us;
   const bool crowded = where.local_agents > 0 && where.local_agents >= where.cores;
   return crowded ? 0.0 : 20.0;
+}
+
+Nanos heartbeat_for(const RunPlacement& where) {
+  const std::size_t per_16 = 16 * std::max(1U, where.cores);
+  const std::size_t factor = std::max<std::size_t>(1, (where.local_agents + per_16 - 1) / per_16);
+  return kHeartbeatTimeout * static_cast<Nanos>(factor);
 }
 
 RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, const RunPlacement& where) {

@@ -18,6 +18,7 @@
 
 #include "tensorwire/core/profile.hpp"
 #include "tensorwire/core/units.hpp"
+#include "tensorwire/protocol/control_messages.hpp"
 
 namespace tw {
 
@@ -32,6 +33,7 @@ struct AgentClientOptions {
   // the controller's self-signed certificate); empty: plain TCP.
   std::string controller_ca;
   Nanos join_timeout = 30 * kSecond;  // to reach the controller
+  Nanos heartbeat = kHeartbeatTimeout;  // silence after which the controller is gone
   bool watch_stdin = false;
   bool quiet = false;
 };

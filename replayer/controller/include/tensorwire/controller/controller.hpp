@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tensorwire/controller/clock_sync.hpp"
+#include "tensorwire/protocol/control_messages.hpp"
 #include "tensorwire/protocol/run_settings.hpp"
 #include "tensorwire/core/profile.hpp"
 
@@ -48,6 +49,7 @@ struct ControllerOptions {
   std::function<Nanos(RankId src, RankId dst)> pair_delay;
   double time_scale = 1;  // recorded in run.json: the profile was stretched by this
   Nanos join_timeout = 30 * kSecond;  // for every agent to dial in
+  Nanos heartbeat = kHeartbeatTimeout;  // silence after which an agent is gone (heartbeat_for)
   Nanos collect_timeout = 120 * kSecond;  // for results after the last iteration
   // For every agent to finish its iterations; nullopt: no limit (heartbeats and
   // the agents' own idle timeout still end a run that hangs).

@@ -50,6 +50,13 @@ std::size_t agents_on_this_machine(std::size_t local, std::size_t testbed_hosts,
 // agent, and a spinning agent delays the others).
 double spin_us_for(const ReplayOptions& o, const RunPlacement& where);
 
+// How long the controller and its agents wait for a silent peer: the control
+// protocol's kHeartbeatTimeout, stretched when this machine's cores are shared
+// by more than 16 agents each (kHeartbeatTimeout per 16 agents a core), since an
+// idle agent's or the controller's turn on a core then comes late while the
+// others start and set up (256 testbed agents on 2 cores).
+Nanos heartbeat_for(const RunPlacement& where);
+
 // The settings of every agent of a run. `replayed` is the profile the agents get
 // (already stretched by where.scale): an open-loop plan is made for it, on a link
 // where.scale times slower. Throws std::invalid_argument naming the option that
