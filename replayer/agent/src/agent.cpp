@@ -758,15 +758,16 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   std::string error_;
 };
 
-// Every flow of the rank is a socket; the listener, the control link, the
-// reactor's descriptors, the output files and the standard streams fit in the
-// reserve. Raised to what the hard limit allows; beyond it, a clear error
+// Every flow of the rank is a socket, every I/O thread a reactor (epoll, its
+// timer and its wake-up descriptors); the listener, the control link, the
+// output files and the standard streams fit in the reserve. Raised to what the hard limit allows; beyond it, a clear error
 // before the first connection rather than refused accepts halfway through.
-void check_descriptors(const Profile& profile, RankId rank) {
+void check_descriptors(const Profile& profile, RankId rank, std::uint32_t io_threads) {
   constexpr std::uint64_t kReserve = 64;
+  constexpr std::uint64_t kPerThread = 3;
   std::uint64_t flows = 0;
   for (const Flow& f : profile.flows) flows += (f.src == rank ? 1 : 0) + (f.dst == rank ? 1 : 0);
-  const std::uint64_t need = flows + kReserve;
+  const std::uint64_t need = flows + kReserve + kPerThread * std::max<std::uint32_t>(1, io_threads);
   const std::uint64_t limit = net::raise_fd_limit(std::max<std::uint64_t>(65536, need));
   if (limit < need) {
     throw std::runtime_error("rank " + std::to_string(rank) + " drives " + std::to_string(flows) + " flows and needs about " +
@@ -790,7 +791,7 @@ void run_agent(const Profile& profile, AgentConfig& config) {
     throw std::runtime_error("the profile slice has " + std::to_string(profile.ops.size()) + " ops, its index map " +
                              std::to_string(config.ops.global().size()));
   }
-  check_descriptors(profile, config.rank);
+  check_descriptors(profile, config.rank, config.io_threads);
   UniqueFd listen_fd = std::move(config.listen_fd);
   std::error_code ec;
   std::filesystem::create_directories(config.out_dir, ec);
