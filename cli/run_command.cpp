@@ -107,10 +107,11 @@ int run_command(const RunArgs& a) {
     if (const char* t = std::getenv("TW_TOKEN"); t != nullptr) o.token = t;
   }
   o.quiet = a.quiet || a.json;
-  o.join_timeout = seconds_option(a.join_timeout_s, "--join-timeout");
   if (a.timeout_s > 0) o.run_timeout = seconds_option(a.timeout_s, "--timeout");
   const std::size_t local_agents = agents_on_this_machine(a.local, a.testbed, ranks);
   const RunPlacement where{.scale = scale, .local_agents = local_agents, .cores = std::thread::hardware_concurrency()};
+  // Agents that share this machine's cores start one after the other.
+  o.join_timeout = seconds_option(a.join_timeout_s, "--join-timeout") * static_cast<Nanos>(crowding_factor(where));
   o.settings = make_run_settings(p, a.replay, where);
   o.heartbeat = heartbeat_for(where);
   o.time_scale = scale.factor();
@@ -118,8 +119,7 @@ int run_command(const RunArgs& a) {
   for (const auto& [rank, f] : parse_slow_ranks(a.slow_ranks, ranks)) o.slowdown[rank] = f;
 
   const std::string log_dir = run_dir::logs_dir(o.out_dir);
-  std::vector<std::string> agent_args = {"--quiet"};
-  if (o.heartbeat != kHeartbeatTimeout) agent_args.insert(agent_args.end(), {"--heartbeat", fmt::format("{:g}", static_cast<double>(o.heartbeat) / kSecond)});
+  std::vector<std::string> agent_args = launched_agent_arguments(where);
   // TLS: the agents this run starts trust the controller's certificate (an ssh
   // host must have it at the same path).
   if (a.tls_cert.empty() != a.tls_key.empty()) throw std::invalid_argument("--tls-cert and --tls-key go together");
@@ -289,7 +289,7 @@ void add_run_command(CLI::App& app, Action& action) {
   r->add_option("--agent-bin", a->agent_bin, "Path of tensorwire on the ssh hosts (default: this binary's path)");
   r->add_option("--ssh-config", a->ssh_config, "ssh configuration file (ssh -F)");
   r->add_option("--slow-rank", a->slow_ranks, "RANK:FACTOR: stretch one rank's compute (repeatable)");
-  r->add_option("--join-timeout", a->join_timeout_s, "Seconds for every agent to dial in")->capture_default_str();
+  r->add_option("--join-timeout", a->join_timeout_s, "Seconds for every agent to dial in (longer when more than 16 agents a core share this machine)")->capture_default_str();
   r->add_option("--timeout", a->timeout_s, "Seconds the run may take (default: no limit)");
   r->add_flag("--quiet", a->quiet, "No progress output");
   r->add_flag("--dashboard", a->dashboard,

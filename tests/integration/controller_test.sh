@@ -128,7 +128,8 @@ assert all(e["drift_ns"] == 0 for e in c["drifted_edges"])' || return 1
 check "compare: a run against itself is exact; against the plan; --max-error" compare_outputs
 
 # A tiny WebSocket client: the first text message of /api/feed; with a PATH,
-# only the upgrade of that path, then it leaves.
+# only the upgrade of that path, then it leaves; with a PATH and a MESSAGE, it
+# sends MESSAGE (JSON) there and prints the first message it gets back.
 cat > feed.py <<'PY'
 import base64, json, os, socket, sys
 port, token = int(sys.argv[1]), sys.argv[2]
@@ -142,21 +143,32 @@ while b"\r\n\r\n" not in buf:
     buf += s.recv(4096)
 head, buf = buf.split(b"\r\n\r\n", 1)
 assert b" 101 " in head.split(b"\r\n")[0], head
-if len(sys.argv) > 3:
+if len(sys.argv) == 4:
     s.close()
     sys.exit(0)
+if len(sys.argv) > 4:  # one masked text frame, as a client sends
+    data, mask = sys.argv[4].encode(), os.urandom(4)
+    assert len(data) < 126
+    s.sendall(bytes([0x81, 0x80 | len(data)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
 def need(n):
     global buf
     while len(buf) < n:
         buf += s.recv(65536)
-need(2)
-op, ln = buf[0] & 15, buf[1] & 127
-at = 2
-if ln == 126: need(4); ln = int.from_bytes(buf[2:4], "big"); at = 4
-elif ln == 127: need(10); ln = int.from_bytes(buf[2:10], "big"); at = 10
-need(at + ln)
-assert op == 1, op
-print(json.loads(buf[at:at + ln])["type"])
+def message():
+    global buf
+    need(2)
+    op, ln = buf[0] & 15, buf[1] & 127
+    at = 2
+    if ln == 126: need(4); ln = int.from_bytes(buf[2:4], "big"); at = 4
+    elif ln == 127: need(10); ln = int.from_bytes(buf[2:10], "big"); at = 10
+    need(at + ln)
+    assert op == 1, op
+    m, buf = json.loads(buf[at:at + ln]), buf[at + ln:]
+    return m
+m = message()
+while len(sys.argv) > 4 and m["type"] == "ping":  # clock probes come first
+    m = message()
+print(json.dumps(m) if len(sys.argv) > 4 else m["type"])
 PY
 
 token_and_api() {
@@ -215,6 +227,9 @@ token_file_run() {  # PORT CONTROLLER_PID
     http://127.0.0.1:$p/api/runs)" = 431 ] || return 1
   # A token holder that opens /agent and leaves without a hello ends nothing.
   $PY feed.py $p "$tok" /agent || return 1
+  # An agent of another release is told why it is turned away, and counts for nothing.
+  $PY feed.py $p "$tok" /agent '{"type": "hello", "version": 2, "data_host": "127.0.0.1", "data_port": 9}' > old.json || return 1
+  $PY -c 'import json,sys; m=json.load(open("old.json")); assert m["type"]=="stop" and "control protocol version 2, this controller 3" in m["reason"], m' || return 1
   sleep 0.3
   TW_TOKEN=$(cat rtf/token) "$TW" agent --controller 127.0.0.1:$p --quiet &
   local a1=$!
@@ -224,6 +239,9 @@ token_file_run() {  # PORT CONTROLLER_PID
   ! grep -q -- "$tok" rtf.err rtf.txt || { echo "the token was printed"; return 1; }
   grep -q 'request headers too large' rtf.err || return 1
   grep -q 'on /agent: it left before its hello' rtf.err || { cat rtf.err; return 1; }
+  # The agent turned away is logged once, as turned away.
+  grep -q 'turned away an agent (127.0.0.1:[0-9]*): the agent speaks control protocol version 2' rtf.err || { cat rtf.err; return 1; }
+  [ "$(grep -c 'left before its hello' rtf.err)" = 1 ] || { cat rtf.err; return 1; }
   [ ! -e rtf/token ] || { echo "rtf/token left behind"; return 1; }
 }
 check "run --expect: its token only in a private file; 431 for oversized requests; /agent without a hello ignored" token_file

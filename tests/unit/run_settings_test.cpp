@@ -102,6 +102,21 @@ TEST(RunSettings, HeartbeatStretchesWithTheAgentsPerCoreOfThisMachine) {
   EXPECT_EQ(heartbeat_for({.local_agents = 20, .cores = 0}), 2 * kHeartbeatTimeout);  // cores unknown: one
 }
 
+TEST(RunSettings, CrowdedMachinesWaitLongerForAgentsAndTheirFlows) {
+  const RunPlacement alone{.local_agents = 4, .cores = 2};
+  const RunPlacement crowded{.local_agents = 256, .cores = 2};  // 4 testbed hosts of 64 ranks each
+  EXPECT_EQ(crowding_factor(alone), 1U);
+  EXPECT_EQ(crowding_factor(crowded), 8U);
+  EXPECT_EQ(launched_agent_arguments(alone), std::vector<std::string>{"--quiet"});
+  // The agents run starts are told the stretched heartbeat, in seconds.
+  EXPECT_EQ(launched_agent_arguments(crowded), (std::vector<std::string>{"--quiet", "--heartbeat", "14.4"}));
+  const Profile p = mlp();
+  ReplayOptions o;
+  o.connect_timeout_s = 30;
+  EXPECT_EQ(make_run_settings(p, o, alone).connect_timeout, 30 * kSecond);
+  EXPECT_EQ(make_run_settings(p, o, crowded).connect_timeout, 8 * 30 * kSecond);
+}
+
 TEST(TimeScale, StretchesAndScalesBack) {
   EXPECT_THROW(TimeScale(0), std::invalid_argument);
   EXPECT_THROW(TimeScale(1001), std::invalid_argument);

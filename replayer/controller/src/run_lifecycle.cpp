@@ -253,7 +253,7 @@ class RunLifecycle final : public Session::Handler {
     // A slot is an agent's once it said hello: whatever connects to /agent with
     // the token and leaves before that (or was turned away) is no agent of the run.
     if (!a.hello && !a.rank) {
-      line_.log("ignored " + a.who() + " on /agent: it left before its hello" + (why.empty() ? std::string() : " (" + why + ")"));
+      if (!a.turned_away) line_.log("ignored " + a.who() + " on /agent: it left before its hello" + (why.empty() ? std::string() : " (" + why + ")"));
       notifier_.notify();
       return;
     }
@@ -278,6 +278,7 @@ class RunLifecycle final : public Session::Handler {
                               std::to_string(kControlVersion) + " (the same tensorwire release on every host)";
       s.send(control::Stop{why});
       line_.log("turned away " + a.who() + ": " + why);
+      a.turned_away = true;
       return;
     }
     a.hello = true;
@@ -290,6 +291,7 @@ class RunLifecycle final : public Session::Handler {
       s.send(control::Stop{"this run has all its agents"});
       line_.log("turned away " + a.who() + ": the run has all its agents");
       a.hello = false;
+      a.turned_away = true;
     }
   }
   void handle(Session& s, const control::Pong& m, Nanos received) { s.on_pong(m.seq, m.t, received); }

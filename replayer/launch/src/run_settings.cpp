@@ -22,10 +22,18 @@ double spin_us_for(const ReplayOptions& o, const RunPlacement& where) {
   return crowded ? 0.0 : 20.0;
 }
 
-Nanos heartbeat_for(const RunPlacement& where) {
+std::size_t crowding_factor(const RunPlacement& where) {
   const std::size_t per_16 = 16 * std::max(1U, where.cores);
-  const std::size_t factor = std::max<std::size_t>(1, (where.local_agents + per_16 - 1) / per_16);
-  return kHeartbeatTimeout * static_cast<Nanos>(factor);
+  return std::max<std::size_t>(1, (where.local_agents + per_16 - 1) / per_16);
+}
+
+Nanos heartbeat_for(const RunPlacement& where) { return kHeartbeatTimeout * static_cast<Nanos>(crowding_factor(where)); }
+
+std::vector<std::string> launched_agent_arguments(const RunPlacement& where) {
+  std::vector<std::string> args = {"--quiet"};
+  const Nanos heartbeat = heartbeat_for(where);
+  if (heartbeat != kHeartbeatTimeout) args.insert(args.end(), {"--heartbeat", fmt::format("{:g}", static_cast<double>(heartbeat) / kSecond)});
+  return args;
 }
 
 RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, const RunPlacement& where) {
@@ -56,7 +64,7 @@ RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, c
   s.io_threads = o.io_threads;
   s.pin = o.pin;
   s.realtime = o.realtime;
-  s.connect_timeout = seconds_option(o.connect_timeout_s, "--connect-timeout");
+  s.connect_timeout = seconds_option(o.connect_timeout_s, "--connect-timeout") * static_cast<Nanos>(crowding_factor(where));
   s.idle_timeout = seconds_option(o.idle_timeout_s, "--idle-timeout");
   return s;
 }

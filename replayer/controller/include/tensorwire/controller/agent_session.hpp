@@ -35,6 +35,7 @@ namespace tw {
 struct AgentState {
   std::string peer;  // address:port it dialled from
   bool hello = false;  // said hello and was taken in
+  bool turned_away = false;  // said hello and was told why it is no agent of this run
   std::string host;  // as the agent named itself
   long pid = 0;
   std::string data_host;  // where it listens for data flows

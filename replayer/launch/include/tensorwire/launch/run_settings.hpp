@@ -57,9 +57,20 @@ double spin_us_for(const ReplayOptions& o, const RunPlacement& where);
 // others start and set up (256 testbed agents on 2 cores).
 Nanos heartbeat_for(const RunPlacement& where);
 
+// How many times longer the waits of a run's set-up take on this machine: 1, or
+// one more for every 16 agents a core beyond the first 16 (heartbeat_for, and
+// make_run_settings' connect timeout).
+std::size_t crowding_factor(const RunPlacement& where);
+
+// The options `tensorwire run` gives every agent it starts itself (locally, on a
+// testbed, over ssh): quiet, and the heartbeat timeout when heartbeat_for
+// stretches it (the controller then waits as long for them).
+std::vector<std::string> launched_agent_arguments(const RunPlacement& where);
+
 // The settings of every agent of a run. `replayed` is the profile the agents get
 // (already stretched by where.scale): an open-loop plan is made for it, on a link
-// where.scale times slower. Throws std::invalid_argument naming the option that
+// where.scale times slower. The connect timeout is stretched by crowding_factor:
+// 256 agents on 2 cores dial their flows one after the other. Throws std::invalid_argument naming the option that
 // is out of range.
 RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, const RunPlacement& where);
 
