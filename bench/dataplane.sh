@@ -91,8 +91,8 @@ echo
 echo "Receiver-side rate: median of $REPS runs (range), alternating with the baselines."
 echo "The agents set TCP_NODELAY, as Gloo, NCCL and the other frameworks they replay do;"
 echo "the like-for-like baseline is therefore \`iperf3 -N\` (TCP_NODELAY). Plain iperf3"
-echo "(Nagle's algorithm on) is shown too: on this path it moves more bytes per"
-echo "segment and runs faster."
+echo "(Nagle's algorithm on) is shown too: on this bridge it has been the slower of the"
+echo "two (the ratio against it is no measure of the replayer)."
 echo
 echo "| what | tensorwire | iperf3 -N (same socket options) | ratio | iperf3 (Nagle on) | ratio |"
 echo "|---|---|---|---|---|---|"

@@ -339,6 +339,10 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
 
   void start_at(Nanos realtime) {
     if (!error_.empty() || !awaiting_start_) return;
+    // The idle clock starts now, not when this agent's flows connected: with
+    // many agents on few cores the others took a minute more to connect, and
+    // the watchdog failed this one before its start came.
+    progress();
     awaiting_start_ = false;
     begin_at(realtime - realtime_offset_);
   }

@@ -7,6 +7,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -272,7 +273,11 @@ class ControlLink final : public AgentLink {
       }
     }
     stream.expires_never();
-    ws_->set_option(websocket::stream_base::timeout{std::chrono::seconds(5), std::chrono::nanoseconds(o_.heartbeat), true});
+    // The handshake gets 5 s, stretched as the heartbeat is: with 256 agents
+    // starting on 2 cores, a 5 s handshake expired while the controller's answer
+    // was on its way, and every retry added to the crowd.
+    const auto handshake = std::max<Nanos>(5 * kSecond, static_cast<Nanos>(5e9 * static_cast<double>(o_.heartbeat) / kHeartbeatTimeout));
+    ws_->set_option(websocket::stream_base::timeout{std::chrono::nanoseconds(handshake), std::chrono::nanoseconds(o_.heartbeat), true});
     ws_->set_option(websocket::stream_base::decorator([token = o_.token](websocket::request_type& req) {
       req.set(http::field::authorization, "Bearer " + token);
       req.set(http::field::user_agent, "tensorwire-agent");
