@@ -511,6 +511,26 @@ TEST(Replay, AKilledPeerMakesTheOtherExitWithAClearError) {
   EXPECT_GT(read_records(run_dir::records_file(dir.path(), 0)).size(), 0U) << "results so far are kept";
 }
 
+// The idle timeout counts from the start, not from the connection: agents told to
+// begin 3 s after they connect, with an idle timeout of 1 s, replay and succeed.
+TEST(Replay, AStartLaterThanTheIdleTimeoutIsWaitedFor) {
+  TempDir dir;
+  Pair pair(dir.path());
+  const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
+  const auto start = std::chrono::system_clock::now() + std::chrono::seconds(3);
+  const std::string at = std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count());
+  const std::vector<std::string> extra = {"--iterations", "2", "--idle-timeout", "1", "--start-at", at};
+  ChildProcess a = pair.start(0, profile, extra);
+  ChildProcess b = pair.start(1, profile, extra);
+  for (auto* c : {&a, &b}) {
+    const int st = wait_for(*c, std::chrono::seconds(60));
+    ASSERT_NE(st, -1) << "an agent did not exit";
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << summary_error(dir.path(), 0) << summary_error(dir.path(), 1);
+  }
+  const auto ended = std::chrono::system_clock::now();
+  EXPECT_GE(ended, start) << "the agents ended before their start";
+}
+
 TEST(Replay, AWrongTokenIsRefused) {
   TempDir dir;
   Pair pair(dir.path());

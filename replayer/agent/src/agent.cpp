@@ -339,10 +339,6 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
 
   void start_at(Nanos realtime) {
     if (!error_.empty() || !awaiting_start_) return;
-    // The idle clock starts now, not when this agent's flows connected: with
-    // many agents on few cores the others took a minute more to connect, and
-    // the watchdog failed this one before its start came.
-    progress();
     awaiting_start_ = false;
     begin_at(realtime - realtime_offset_);
   }
@@ -388,7 +384,10 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         fail(who() + ": flows not connected after " + human_duration(c_.connect_timeout) + ": " + unconnected());
         return;
       }
-      if (started_ && !awaiting_start_ && now - last_progress_.load(std::memory_order_relaxed) > c_.idle_timeout) {
+      // The idle clock runs from the start, not from when this agent's flows
+      // connected: with many agents on few cores the others took a minute more
+      // to connect (and a --start-at may lie beyond --idle-timeout).
+      if (begun_ && now - last_progress_.load(std::memory_order_relaxed) > c_.idle_timeout) {
         fail(who() + ": no progress for " + human_duration(c_.idle_timeout) + "; at " +
              (executor_.finished() ? std::string("the end, waiting for peers to finish") : executor_.waiting_for()));
         return;
@@ -497,6 +496,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   void begin(Nanos now) {
     log("connected; starting");
     progress();
+    begun_ = true;
     started_at_ = now;
     for (std::size_t i = 0; i < out_.size(); ++i) on_thread(out_thread_[i], [o = out_[i].get()] { o->watch_stamps(); });
     executor_.start(now);
@@ -749,6 +749,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   Nanos started_at_ = 0;
   Nanos finished_at_ = 0;
   bool started_ = false;
+  bool begun_ = false;  // iteration 0 has begun: the idle clock runs
   bool awaiting_start_ = false;  // connected; the controller has not said when to begin
   bool finishing_ = false;
   bool finish_sent_ = false;  // the outgoing flows were told to finish
