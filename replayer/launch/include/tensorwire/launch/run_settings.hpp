@@ -70,8 +70,8 @@ std::vector<std::string> launched_agent_arguments(const RunPlacement& where);
 // The settings of every agent of a run. `replayed` is the profile the agents get
 // (already stretched by where.scale): an open-loop plan is made for it, on a link
 // where.scale times slower. The connect timeout is stretched by crowding_factor:
-// 256 agents on 2 cores dial their flows one after the other. Throws std::invalid_argument naming the option that
-// is out of range.
+// 256 agents on 2 cores dial their flows one after the other. Throws
+// std::invalid_argument naming the option that is out of range.
 RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, const RunPlacement& where);
 
 // The command-line options that give an agent started by `replay --local` these
