@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
@@ -12,6 +13,7 @@
 #include <stdexcept>
 
 #include "clock.hpp"
+#include "within.hpp"
 #include "tensorwire/util/token.hpp"
 #include "tensorwire/core/frame.hpp"
 #include "tensorwire/net/listener.hpp"
@@ -36,24 +38,6 @@ constexpr Nanos kHelloTimeout = 2 * kSecond;
 // as a duplicate.
 constexpr Nanos kAcceptTimeout = 10 * kSecond;
 constexpr Nanos kWriteTimeout = 5 * kSecond;  // a handshake is a few bytes: only a stalled peer takes longer
-
-// Runs `op` (an awaitable on `sock` yielding a tuple whose first element is an
-// error_code) and closes `sock` if `timeout` passes first, which makes the
-// operation fail: a deadline for one operation.
-template <typename Op>
-asio::awaitable<error_code> within(tcp::socket& sock, Nanos timeout, Op op) {
-  asio::steady_timer guard(co_await asio::this_coro::executor);
-  guard.expires_after(std::chrono::nanoseconds(timeout));
-  guard.async_wait([&sock](const error_code& ec) {
-    if (!ec) {
-      error_code ignored;
-      sock.close(ignored);
-    }
-  });
-  const auto result = co_await op();
-  guard.cancel();
-  co_return std::get<0>(result);
-}
 
 }  // namespace
 
