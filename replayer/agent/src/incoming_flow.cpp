@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "clock.hpp"
+#include "copy_alignment.hpp"
 #include "flow_connector.hpp"
 
 namespace tw {
@@ -61,7 +62,8 @@ void IncomingFlow::wait_readable() {
 void IncomingFlow::read_some() {
   const int fd = sock_->native_handle();
   for (int turn = 0; turn < kReadsPerTurn; ++turn) {
-    const ssize_t n = ::recv(fd, s_.read_buffer.data(), s_.read_buffer.size(), MSG_DONTWAIT);
+    std::byte* const at = aligned_view(s_.read_buffer, stream_);
+    const ssize_t n = ::recv(fd, at, aligned_view_size(s_.read_buffer.size()), MSG_DONTWAIT);
     if (n == 0) {
       peer_closed();
       return;
@@ -76,8 +78,9 @@ void IncomingFlow::read_some() {
       return;
     }
     read_at_ = mono_now();
+    stream_ += static_cast<std::uint64_t>(n);
     events_.progress();
-    if (auto bad = decoder_.feed(std::span<const std::byte>(s_.read_buffer.data(), static_cast<std::size_t>(n)), *this)) {
+    if (auto bad = decoder_.feed(std::span<const std::byte>(at, static_cast<std::size_t>(n)), *this)) {
       events_.failed(where() + ": bad frame: " + *bad);
       return;
     }

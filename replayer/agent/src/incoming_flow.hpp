@@ -49,7 +49,9 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     Nanos spin = 0;  // of the delivery timer
     // Where reads land: shared by the flows of one I/O thread (a read is
     // decoded before the next begins), so that memory grows with the threads,
-    // not with the flows. Must outlive the flow and hold at least one byte.
+    // not with the flows. Must outlive the flow and hold more than kCopySlack
+    // bytes: each read lands at the flow's stream position modulo kCopyAlign
+    // (copy_alignment.hpp).
     std::span<std::byte> read_buffer;
     std::uint64_t iterations = 0;
     Nanos realtime_offset = 0;  // CLOCK_REALTIME minus CLOCK_MONOTONIC
@@ -112,6 +114,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   OpIndex op_ = 0;  // the slice's index of the message being received (validate())
   std::atomic<bool> eof_{false};
   std::uint64_t messages_ = 0, bytes_ = 0;
+  std::uint64_t stream_ = 0;  // bytes read on this connection
   // Messages waiting out the delay: one delay per flow, so in arrival order.
   // Popped from head_, cleared when empty: the vector keeps its capacity.
   Nanos last_delivery_ = 0;

@@ -1,6 +1,6 @@
 // One flow out of this rank: the socket, the message being written and its
 // transmit timestamps. Writes a message as its header and views of one shared
-// payload buffer with non-blocking sendmsg calls of up to 256 KiB, straight from
+// payload buffer with non-blocking sendmsg calls of up to 128 KiB, straight from
 // send() while the socket takes them and from a writability wait when it is
 // full; never allocates per message. Records a SendRecord per message and
 // TxTimestampsRecords as the kernel reports, for every message or every Nth
@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 
+#include "copy_alignment.hpp"
 #include "recorder.hpp"
 #include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/frame.hpp"
@@ -46,14 +47,15 @@ class OutgoingFlow {
     virtual void closed(OutgoingFlow& flow) = 0;  // after finish(): the peer's FIN came, the socket is closed
   };
 
-  // `payload` (at least 64 KiB or the largest message) and everything else must
-  // outlive the flow. realtime_offset: CLOCK_REALTIME minus CLOCK_MONOTONIC.
+  // `payload` (kCopySlack more than 64 KiB or the largest message) and everything
+  // else must outlive the flow; `cursor` is shared by the flows of the I/O thread
+  // (copy_alignment.hpp). realtime_offset: CLOCK_REALTIME minus CLOCK_MONOTONIC.
   // prioritised: the flow's sends have priorities (see send()).
   // `ops`: the profile's op indices on the wire (those of the whole profile
   // when `p` is a slice).
   OutgoingFlow(boost::asio::io_context& ctx, const Profile& p, const OpIndexMap& ops, FlowIndex flow, RankId rank,
-               std::span<const std::byte> payload, Recorder::Producer& recorder, Events& events, Nanos realtime_offset,
-               bool prioritised = false);
+               std::span<const std::byte> payload, CopyCursor& cursor, Recorder::Producer& recorder, Events& events,
+               Nanos realtime_offset, bool prioritised = false);
 
   // The handshake is done: takes the socket. With stamps.on, asks the kernel
   // for transmit timestamps; returns why it could not (empty when it could or
@@ -95,7 +97,7 @@ class OutgoingFlow {
  private:
   static constexpr std::size_t kRing = 4096;  // messages awaiting their ACK timestamp
   static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in a stamped message's first write: bounds wire_first's lag
-  static constexpr Bytes kMaxWrite = 256 * kKiB;    // per sendmsg
+  static constexpr Bytes kMaxWrite = 128 * kKiB;    // per sendmsg
   static constexpr std::size_t kMaxIov = 4;        // views of the payload per sendmsg
 
   // Writes until the message is whole in the kernel (true) or the socket is
@@ -112,6 +114,8 @@ class OutgoingFlow {
   FlowIndex flow_;
   RankId rank_;
   std::span<const std::byte> payload_;
+  Bytes view_max_;  // the longest aligned view of payload_
+  CopyCursor& cursor_;
   Recorder::Producer& recorder_;
   Events& events_;
   Nanos realtime_offset_;
