@@ -119,14 +119,15 @@ done
 echo
 echo "Reading the ratios: on this 2-core virtual machine the sending and receiving agents"
 echo "(each with its recorder) share the two cores with the bridge's softirq work, and"
-echo "iperf3's own figures vary by a third between runs. Four flows stop near one flow's"
-echo "rate: an agent's I/O thread is one core and the receiver has the other, so"
+echo "iperf3's own figures vary by a third between runs. Four flows move no more than one"
+echo "flow: an agent's I/O thread is one core and the receiver has the other, so"
 echo "\`--io-threads 2\` adds a thread but no core here. Ratios above 100% are not wins:"
 echo "iperf3 3.12 drives all its streams from one thread and falls below its own 4-stream"
 echo "rate with 16, so it is no ceiling for 16 flows (against its 4-stream figure, 16 agent"
 echo "flows reach about half)."
 echo
-echo "Where the time goes (perf stat -e task-clock and perf record; one flow of 8 MiB"
+echo "Where the time went before the copies were aligned (2026-12-03; perf stat -e"
+echo "task-clock and perf record; one flow of 8 MiB"
 echo "messages, 2.5 GB in all, the sender pinned to core 0 and the receiver to core 1; 5"
 echo "runs alternating with the baselines; load 0.26 before, 0.50 after; median (range)):"
 echo "the agent 24.8 (24.1-26.5) Gb/s with 0.79 s of sender CPU time (its 0.14 s of"

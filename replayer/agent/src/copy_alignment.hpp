@@ -12,7 +12,14 @@
 // modulo the page size: a sender takes its payload view at that offset modulo
 // kCopyAlign (CopyCursor counts per I/O thread). A reader lands each read at the
 // flow's stream position modulo kCopyAlign, which on one host (loopback, veth) is
-// where the sender's pages put it. The content of the buffers is not looked at.
+// where the sender's pages put it when the sending thread has that one flow. The
+// content of the buffers is not looked at.
+//
+// Both are estimates that cost nothing when wrong but the misaligned copy: the
+// kernel restarts a fragment at offset 0 when its page is no longer referenced
+// (after a pause in which everything sent was acknowledged and read), Asio's own
+// handshake writes are not counted, and across a NIC the receiving pages follow
+// the driver's layout.
 #pragma once
 
 #include <cstddef>
@@ -32,8 +39,8 @@ struct alignas(64) CopyCursor {
   std::uint64_t sent = 0;
 };
 
-// The start of a view of `buffer` (kCopySlack longer than the view) whose address
-// is `pos` modulo kCopyAlign.
+// The start of a view of `buffer` (kCopySlack longer than the view, so more than
+// kCopySlack bytes) whose address is `pos` modulo kCopyAlign.
 template <typename Byte>
 Byte* aligned_view(std::span<Byte> buffer, std::uint64_t pos) {
   const auto at = reinterpret_cast<std::uintptr_t>(buffer.data());

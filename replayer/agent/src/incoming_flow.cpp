@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <stdexcept>
 #include <system_error>
 
 #include "clock.hpp"
@@ -19,6 +20,9 @@ using boost::system::error_code;
 IncomingFlow::IncomingFlow(asio::io_context& ctx, const Profile& p, FlowIndex flow, RankId rank, Settings s,
                            std::vector<std::uint32_t>& seen, Recorder::Producer& recorder, Events& events)
     : p_(p), flow_(flow), rank_(rank), s_(s), seen_(seen), recorder_(recorder), events_(events), delay_timer_(ctx, s.spin) {
+  if (s_.read_buffer.size() <= kCopySlack) {
+    throw std::invalid_argument("IncomingFlow: a read buffer of " + std::to_string(s_.read_buffer.size()) + " bytes");
+  }
   for (const Op& op : p_.ops) {
     if (op.type == OpType::send && op.flow == flow_) expected_ += s_.iterations;
   }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <limits>
+#include <stdexcept>
 #include <system_error>
 
 #include "clock.hpp"
@@ -28,14 +29,18 @@ OutgoingFlow::OutgoingFlow(asio::io_context& ctx, const Profile& p, const OpInde
       flow_(flow),
       rank_(rank),
       payload_(payload),
-      view_max_(static_cast<Bytes>(aligned_view_size(payload.size()))),
+      view_max_(payload.size() > kCopySlack ? static_cast<Bytes>(aligned_view_size(payload.size())) : 0),
       cursor_(cursor),
       recorder_(recorder),
       events_(events),
       realtime_offset_(realtime_offset),
       sock_(ctx),
       credit_(prioritised),
-      credit_timer_(ctx) {}
+      credit_timer_(ctx) {
+  if (payload.size() <= kCopySlack) {
+    throw std::invalid_argument("OutgoingFlow: a payload buffer of " + std::to_string(payload.size()) + " bytes");
+  }
+}
 
 std::string OutgoingFlow::attach(tcp::socket sock, std::string peer, const TxStampPolicy& stamps) {
   sock_ = std::move(sock);

@@ -47,8 +47,10 @@ class OutgoingFlow {
     virtual void closed(OutgoingFlow& flow) = 0;  // after finish(): the peer's FIN came, the socket is closed
   };
 
-  // `payload` (kCopySlack more than 64 KiB or the largest message) and everything
-  // else must outlive the flow; `cursor` is shared by the flows of the I/O thread
+  // `payload` (kCopySlack more than the longest view a write takes of it: up to
+  // kMaxWrite, and the longer the fewer writes a message needs) and everything
+  // else must outlive the flow; throws std::invalid_argument when it is not more
+  // than kCopySlack; `cursor` is shared by the flows of the I/O thread
   // (copy_alignment.hpp). realtime_offset: CLOCK_REALTIME minus CLOCK_MONOTONIC.
   // prioritised: the flow's sends have priorities (see send()).
   // `ops`: the profile's op indices on the wire (those of the whole profile

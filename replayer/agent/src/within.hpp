@@ -25,24 +25,32 @@ namespace tw {
 // hang up a connection that has moved on (the hello written after a connect that
 // succeeded, which the peer accepts and then sees closed before any message) or
 // touch a socket that no longer exists. An operation whose socket the guard
-// closed counts as timed out, whatever it returned.
+// closed returns timed_out, whatever it returned itself (operation_aborted, or
+// success when it completed just before the close).
+//
+// The coroutine's executor must run one handler at a time (an io_context run by
+// one thread, or a strand), and `sock` must belong to it.
 template <typename Op>
 boost::asio::awaitable<boost::system::error_code> within(boost::asio::ip::tcp::socket& sock, Nanos timeout, Op op) {
-  auto pending = std::make_shared<boost::asio::ip::tcp::socket*>(&sock);
+  struct Guarded {
+    boost::asio::ip::tcp::socket* sock;  // null once the operation completed
+    bool fired = false;                  // the guard closed the socket
+  };
+  auto state = std::make_shared<Guarded>(Guarded{&sock});
   boost::asio::steady_timer guard(co_await boost::asio::this_coro::executor);
   guard.expires_after(std::chrono::nanoseconds(timeout));
-  guard.async_wait([pending](const boost::system::error_code& ec) {
-    if (!ec && *pending != nullptr) {
+  guard.async_wait([state](const boost::system::error_code& ec) {
+    if (!ec && state->sock != nullptr) {
       boost::system::error_code ignored;
-      (*pending)->close(ignored);
+      state->sock->close(ignored);
+      state->fired = true;
     }
   });
   const auto result = co_await op();
-  *pending = nullptr;
+  state->sock = nullptr;
   guard.cancel();
-  const boost::system::error_code ec = std::get<0>(result);
-  if (!ec && !sock.is_open()) co_return boost::asio::error::timed_out;
-  co_return ec;
+  if (state->fired) co_return boost::asio::error::timed_out;
+  co_return std::get<0>(result);
 }
 
 }  // namespace tw
