@@ -75,6 +75,7 @@ void IncomingFlow::read_some() {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        set_low_water(fd);
         wait_readable();
         return;
       }
@@ -95,6 +96,20 @@ void IncomingFlow::read_some() {
   asio::post(sock_->get_executor(), [this] {
     if (!events_.stopped()) read_some();
   });
+}
+
+// Before a wait: wake when the rest of the message being received is there, or
+// kLowWater of it, and at the first byte between messages. One wake-up and one
+// full read per 128 KiB instead of one per few segments: on one host (loopback,
+// veth) a single flow of 8 MiB messages moved about a third more (bench/
+// dataplane.sh). The kernel wakes the flow anyway when its receive window or
+// memory runs short, or at the peer's FIN. A message's first and last bytes are
+// read as they come, so its timestamps do not move.
+void IncomingFlow::set_low_water(int fd) {
+  const std::uint64_t rest = decoder_.payload_remaining();
+  const int want = static_cast<int>(std::clamp<std::uint64_t>(rest, 1, kLowWater));
+  if (want == low_water_) return;
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof want) == 0) low_water_ = want;
 }
 
 std::string IncomingFlow::validate(const frame::Header& h) {

@@ -88,6 +88,10 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   };
 
   static constexpr int kReadsPerTurn = 16;
+  // The most a wait for more of a message asks the kernel to gather before it
+  // wakes the flow (SO_RCVLOWAT): a full read (the agent's read buffer).
+  static constexpr std::uint64_t kLowWater = 128 * 1024;
+  void set_low_water(int fd);
   void wait_readable();
   void read_some();
   void peer_closed();
@@ -115,6 +119,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   std::atomic<bool> eof_{false};
   std::uint64_t messages_ = 0, bytes_ = 0;
   std::uint64_t stream_ = 0;  // bytes read on this connection
+  int low_water_ = 1;  // the socket's SO_RCVLOWAT
   // Messages waiting out the delay: one delay per flow, so in arrival order.
   // Popped from head_, cleared when empty: the vector keeps its capacity.
   Nanos last_delivery_ = 0;

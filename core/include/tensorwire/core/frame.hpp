@@ -86,6 +86,8 @@ class Decoder {
   // True between messages: a clean place for the stream to end.
   bool idle() const { return have_ == 0 && remaining_ == 0; }
   std::uint64_t bytes() const { return total_; }
+  // Payload bytes still to come of the message being decoded (0 between messages).
+  std::uint64_t payload_remaining() const { return remaining_; }
 
  private:
   std::array<std::byte, kHeaderSize> header_bytes_{};
