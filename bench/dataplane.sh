@@ -157,7 +157,15 @@ echo "median (range) 31.3 (24.5-34.0) Gb/s with 0.83 s of sender system time, ag
 echo "22.0 (21.6-22.9) Gb/s and 1.21 s for 128 KiB unaligned and 21.4 (20.4-23.5) Gb/s"
 echo "and 1.28 s for 256 KiB aligned; 64 KiB writes moved 29.3, 64 KiB reads 23.2."
 echo "Unpinned, beside iperf3 -N in the same loop: 23.8 (21.4-26.0) Gb/s against 21.0"
-echo "(19.1-22.2) before, iperf3 -N 35.0 (27.5-38.0): still short of it."
+echo "(19.1-22.2) before, iperf3 -N 35.0 (27.5-38.0): still short of it. An incoming flow"
+echo "now also waits for the rest of its message, up to 128 KiB, before it wakes"
+echo "(SO_RCVLOWAT; one wake-up and one full read per 128 KiB): in the four of 6 paired"
+echo "rounds where iperf3 -N moved 25-28 Gb/s, 30.5, 30.8, 29.8, 26.6 Gb/s against 22.2,"
+echo "22.0, 19.5, 21.7 without it; 4 KiB and 64 KiB messages and four flows unchanged."
+echo "Four flows stay near 23 Gb/s while iperf3 -P 4 doubles its one-stream rate: perf"
+echo "puts iperf3's ACK processing (tcp_ack, the frees of acknowledged buffers) on the"
+echo "receiver's core, which its lagging reader gives time to; the agents' runs on the"
+echo "sender's core, whose peer sleeps a quarter of the time. Not resolved."
 echo
 echo "### Small messages"
 echo
