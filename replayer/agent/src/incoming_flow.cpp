@@ -66,7 +66,7 @@ void IncomingFlow::wait_readable() {
 void IncomingFlow::read_some() {
   const int fd = sock_->native_handle();
   for (int turn = 0; turn < kReadsPerTurn; ++turn) {
-    std::byte* const at = aligned_view(s_.read_buffer, stream_);
+    std::byte* const at = aligned_view(s_.read_buffer, decoder_.bytes());  // the stream position
     const ssize_t n = ::recv(fd, at, aligned_view_size(s_.read_buffer.size()), MSG_DONTWAIT);
     if (n == 0) {
       peer_closed();
@@ -83,7 +83,6 @@ void IncomingFlow::read_some() {
       return;
     }
     read_at_ = mono_now();
-    stream_ += static_cast<std::uint64_t>(n);
     events_.progress();
     if (auto bad = decoder_.feed(std::span<const std::byte>(at, static_cast<std::size_t>(n)), *this)) {
       events_.failed(where() + ": bad frame: " + *bad);
@@ -101,8 +100,8 @@ void IncomingFlow::read_some() {
 // Before a wait: wake when the rest of the message being received is there, or
 // kLowWater of it, and at the first byte between messages. One wake-up and one
 // full read per 128 KiB instead of one per few segments: on one host (loopback,
-// veth) a single flow of 8 MiB messages moved about a third more (bench/
-// dataplane.sh). The kernel wakes the flow anyway when its receive window or
+// veth) a single flow of 8 MiB messages moved about a third more (paired runs,
+// docs/BENCHMARKS.md, Data plane). The kernel wakes the flow anyway when its receive window or
 // memory runs short, or at the peer's FIN. A message's first and last bytes are
 // read as they come, so its timestamps do not move.
 void IncomingFlow::set_low_water(int fd) {

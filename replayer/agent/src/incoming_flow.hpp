@@ -118,7 +118,6 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   OpIndex op_ = 0;  // the slice's index of the message being received (validate())
   std::atomic<bool> eof_{false};
   std::uint64_t messages_ = 0, bytes_ = 0;
-  std::uint64_t stream_ = 0;  // bytes read on this connection
   int low_water_ = 1;  // the socket's SO_RCVLOWAT
   // Messages waiting out the delay: one delay per flow, so in arrival order.
   // Popped from head_, cleared when empty: the vector keeps its capacity.

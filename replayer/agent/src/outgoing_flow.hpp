@@ -100,7 +100,6 @@ class OutgoingFlow {
   static constexpr std::size_t kRing = 4096;  // messages awaiting their ACK timestamp
   static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in a stamped message's first write: bounds wire_first's lag
   static constexpr Bytes kMaxWrite = 128 * kKiB;    // per sendmsg
-  static constexpr std::size_t kMaxIov = 4;        // views of the payload per sendmsg
 
   // Writes until the message is whole in the kernel (true) or the socket is
   // full (false: a writability wait continues) or the write failed (false).
