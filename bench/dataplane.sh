@@ -124,7 +124,10 @@ echo "flow: an agent's I/O thread is one core and the receiver has the other, so
 echo "\`--io-threads 2\` adds a thread but no core here. Ratios above 100% are not wins:"
 echo "iperf3 3.12 drives all its streams from one thread and falls below its own 4-stream"
 echo "rate with 16, so it is no ceiling for 16 flows (against its 4-stream figure, 16 agent"
-echo "flows reach about half)."
+echo "flows reach about half). The same goes for one flow: in three runs of this table on"
+echo "2026-12-04 the agent's one-flow medians were 27.5-42.3 Gb/s and iperf3 -N's"
+echo "26.1-46.7 Gb/s, and iperf3 swings that much from one minute to the next on this"
+echo "shared virtual machine; its one-flow ratios above 100% are that swing."
 echo
 echo "Where the time went before the copies were aligned (2026-12-03; perf stat -e"
 echo "task-clock and perf record; one flow of 8 MiB"
