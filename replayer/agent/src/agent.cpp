@@ -42,6 +42,7 @@
 #include "outgoing_flow.hpp"
 #include "precise_timer.hpp"
 #include "qdisc.hpp"
+#include "record_budget.hpp"
 #include "recorder.hpp"
 #include "run_summary.hpp"
 #include "tensorwire/core/frame.hpp"
@@ -94,7 +95,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         compute_timer_(ctx_, c.spin),
         watchdog_(ctx_),
         signals_(ctx_, SIGINT, SIGTERM),
-        recorder_(run_dir::records_file(c.out_dir, c.rank), threads_, &c.ops),
+        recorder_(run_dir::records_file(c.out_dir, c.rank), threads_, &c.ops, most_records(p, c.rank, iterations_)),
         connector_(p, c.roster, c.rank, digest_, [this](const std::string& m) { log(m); }) {
     recv_seen_.assign(p_.ops.size(), 0);
     slot_of_flow_.assign(p_.flows.size(), -1);

@@ -1,15 +1,20 @@
 // Streams records to a file from its own thread, so that the I/O threads never
 // wait for the disk. push() never blocks and never allocates: the queue is sized
-// up front, and a full queue drops the record (and counts it).
+// up front (no larger than the run needs, when the run says how many records it
+// can push), and a full queue drops the record (and counts it).
 // Each I/O thread pushes through its own Producer (producer(i), one per thread
 // given to the constructor; push() is producer(0)'s); dropped() and stop() once
 // the producers are done.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <concurrentqueue/concurrentqueue.h>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,8 +44,10 @@ class Recorder {
   // Creates `path` (throws std::runtime_error if it cannot) and starts the writer
   // thread; write errors are reported by stop(). `producers`: the threads that
   // push. `ops` (outliving the recorder), when given: records hold the ops of a
-  // profile slice, written as the whole profile's.
-  explicit Recorder(const std::string& path, std::size_t producers = 1, const OpIndexMap* ops = nullptr);
+  // profile slice, written as the whole profile's. `most`: the records the run
+  // can push at most (most_records()), which caps the queue.
+  explicit Recorder(const std::string& path, std::size_t producers = 1, const OpIndexMap* ops = nullptr,
+                    std::uint64_t most = kCapacity);
   ~Recorder() { stop(); }
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
@@ -57,9 +64,20 @@ class Recorder {
   std::uint64_t dropped() const;
 
   // Records in flight, shared by the producers (16 MiB), each able to hold at
-  // least kMinPerProducer.
+  // least kMinPerProducer, or the whole run when that is less (and at least
+  // kSmallest).
   static constexpr std::size_t kCapacity = 1 << 18;
   static constexpr std::size_t kMinPerProducer = 1 << 15;
+  static constexpr std::size_t kSmallest = 256;
+  // What each producer can hold: any one of them may push all of the run's records.
+  static std::size_t per_producer(std::size_t producers, std::uint64_t most) {
+    const std::size_t share = std::max<std::size_t>(kMinPerProducer, kCapacity / std::max<std::size_t>(producers, 1));
+    return static_cast<std::size_t>(std::min<std::uint64_t>(share, std::max<std::uint64_t>(most, kSmallest)));
+  }
+  // The writer's sleep between passes over the queue: kSleep after one that found
+  // records, doubling after each empty one up to kIdleSleep.
+  static constexpr std::chrono::milliseconds kSleep{2};
+  static constexpr std::chrono::milliseconds kIdleSleep{32};
 
  private:
   void run();
@@ -69,6 +87,8 @@ class Recorder {
   const OpIndexMap* ops_;
   RecordFile file_;
   std::atomic<bool> stopping_{false};
+  std::mutex wake_mutex_;  // stop() wakes the writer at once
+  std::condition_variable wake_;
   std::thread thread_;
 };
 

@@ -1,0 +1,47 @@
+// The records an agent's run can push at most, which size its recorder's queue:
+// counted per rank from the profile, saturating, and never below the smallest
+// queue or above each producer's share.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "inline_profile.hpp"
+#include "record_budget.hpp"
+#include "recorder.hpp"
+
+namespace tw {
+namespace {
+
+TEST(RecordBudget, CountsWhatEachRankRecordsPerIteration) {
+  const Profile p = test::one_message("1ms", "4KiB", 3);
+  // Rank 0 per iteration: its compute, the send and its transmit timestamps, the
+  // iteration, one TCP_INFO sample for its one outgoing flow.
+  EXPECT_EQ(most_records(p, 0, 3), 3U * 5);
+  // Rank 1: its compute, the receive, the iteration; it sends nothing.
+  EXPECT_EQ(most_records(p, 1, 3), 3U * 3);
+  // A rank with no ops still records its iterations.
+  EXPECT_EQ(most_records(p, 7, 3), 3U);
+  EXPECT_EQ(most_records(p, 0, 0), 0U);
+}
+
+TEST(RecordBudget, SaturatesInsteadOfOverflowing) {
+  const Profile p = test::one_message("1ms", "4KiB");
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_EQ(most_records(p, 0, kMax), kMax);
+  EXPECT_EQ(most_records(p, 0, kMax / 5), kMax / 5 * 5);
+  EXPECT_EQ(most_records(p, 0, kMax / 5 + 1), kMax);
+}
+
+TEST(RecordBudget, TheQueueHoldsTheWholeRunOrEachProducersShare) {
+  EXPECT_EQ(Recorder::per_producer(1, 10), Recorder::kSmallest);
+  EXPECT_EQ(Recorder::per_producer(1, 5000), 5000U);
+  EXPECT_EQ(Recorder::per_producer(4, 5000), 5000U) << "any one producer may push every record";
+  EXPECT_EQ(Recorder::per_producer(1, std::numeric_limits<std::uint64_t>::max()), Recorder::kCapacity);
+  EXPECT_EQ(Recorder::per_producer(2, Recorder::kCapacity), Recorder::kCapacity / 2);
+  EXPECT_EQ(Recorder::per_producer(64, Recorder::kCapacity), Recorder::kMinPerProducer);
+  EXPECT_EQ(Recorder::per_producer(0, Recorder::kCapacity), Recorder::kCapacity) << "no producers counts as one";
+}
+
+}  // namespace
+}  // namespace tw
