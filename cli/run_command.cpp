@@ -208,6 +208,7 @@ int run_command(const RunArgs& a) {
     j["iteration_ns"] = times;
     j["bytes_sent"] = out.bytes_sent;
     j["setup_ns"] = out.setup_ns;
+    j["setup_phases_ns"] = setup_phases_json(out);
     j["collect_ns"] = out.collect_ns;
     nlohmann::json agents = nlohmann::json::array();
     for (const AgentInfo& ag : out.agents) {

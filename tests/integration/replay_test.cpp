@@ -649,5 +649,35 @@ TEST(Replay, ABadFrameEndsTheAgent) {
   EXPECT_NE(err.find("flow r1-r0"), std::string::npos) << err;
 }
 
+// A child starts with its parent's signal mask, although it is started (vfork)
+// with every signal blocked: what the parent blocks, the child blocks, and
+// nothing else.
+TEST(ChildProcess, AChildStartsWithItsParentsSignalMask) {
+  TempDir dir;
+  const std::string out = dir.path() + "/status";
+  sigset_t usr1, old;
+  ::sigemptyset(&usr1);
+  ::sigaddset(&usr1, SIGUSR1);
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &usr1, &old), 0);
+  SpawnOptions o;
+  o.output_path = out;
+  ChildProcess c = ChildProcess::spawn({"cat", "/proc/self/status"}, o);
+  const int st = c.wait();
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << ChildProcess::describe(st);
+  std::ifstream in(out);
+  std::map<std::string, std::uint64_t> masks;
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(':');
+    if (colon != std::string::npos && line.rfind("Sig", 0) == 0) masks[line.substr(0, colon)] = std::stoull(line.substr(colon + 1), nullptr, 16);
+  }
+  std::uint64_t expected = 0;
+  for (int sig = 1; sig <= 64; ++sig) {
+    if (sig == SIGUSR1 || ::sigismember(&old, sig) == 1) expected |= 1ULL << (sig - 1);
+  }
+  ASSERT_TRUE(masks.count("SigBlk")) << "no SigBlk in /proc/self/status";
+  EXPECT_EQ(masks["SigBlk"], expected) << std::hex << masks["SigBlk"] << " blocked, " << expected << " expected";
+}
+
 }  // namespace
 }  // namespace tw

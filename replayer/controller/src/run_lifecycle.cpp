@@ -412,6 +412,8 @@ class RunLifecycle final : public Session::Handler {
     const Nanos launched = realtime_ns();
     try {
       prepare_setups();
+      Nanos phase_end = realtime_ns();
+      outcome_.setup_phases.prepare = phase_end - launched;
       launcher_.launch(address_, token_);
       state_ = RunState::joining;
       const auto all_joined = [this] { return joined() >= p_.ranks.size(); };
@@ -420,13 +422,18 @@ class RunLifecycle final : public Session::Handler {
                ") dialled in to " + address_;
       };
       co_await wait_until(all_joined, o_.join_timeout, join_what);
+      outcome_.setup_phases.join = realtime_ns() - phase_end;
+      phase_end += outcome_.setup_phases.join;
       co_await assign();
       state_ = RunState::connecting;
       const auto all_connected = [this] { return every_ranked([](const AgentState& a) { return a.connected; }); };
       const auto connect_what = [this] { return not_yet("connected their flows", [](const AgentState& a) { return a.connected; }); };
       co_await wait_until(all_connected, o_.settings.connect_timeout + kConnectSlack, connect_what);
+      outcome_.setup_phases.connect = realtime_ns() - phase_end;
+      phase_end += outcome_.setup_phases.connect;
       state_ = RunState::syncing;
       co_await sync_all();
+      outcome_.setup_phases.sync = realtime_ns() - phase_end;
       const Nanos at = realtime_ns() + o_.start_lead;
       for (Session* s : ranked()) {
         if (s) s->send(control::Start{s->clock.empty() ? at : s->clock.points().back().second.to_agent(at)});
@@ -472,8 +479,14 @@ class RunLifecycle final : public Session::Handler {
   // ranks). Before the launch: for a large profile and hundreds of ranks this
   // takes seconds, which no agent's heartbeat should wait for.
   void prepare_setups() {
-    Profile stripped = p_;
-    stripped.observed.reset();
+    // Agents get the profile without its observed timings; copied only when it
+    // has them (a profile of a 256-rank ring holds half a million ops).
+    std::optional<Profile> copy;
+    if (p_.observed) {
+      copy = p_;
+      copy->observed.reset();
+    }
+    const Profile& stripped = copy ? *copy : p_;
     const std::string whole = write_profile_yaml(stripped);
     write_file_atomic(run_dir::profile_file(o_.out_dir), whole);
     profile_bytes_ = whole.size();
@@ -668,6 +681,7 @@ class RunLifecycle final : public Session::Handler {
     for (const auto& [s, e] : progress_.job_iterations()) its.push_back({s, e});
     j["iteration_times_ns"] = std::move(its);
     j["setup_ns"] = outcome_.setup_ns;
+    j["setup_phases_ns"] = setup_phases_json(outcome_);
     j["setup_bytes"] = {{"profile", profile_bytes_}, {"sent", setup_bytes_}};
     j["time_scale"] = o_.time_scale;
     try {
@@ -753,6 +767,12 @@ class RunLifecycle final : public Session::Handler {
 };
 
 }  // namespace
+
+nlohmann::json setup_phases_json(const RunOutcome& o) {
+  const auto& p = o.setup_phases;
+  const Nanos lead = o.setup_ns > 0 ? o.setup_ns - p.prepare - p.join - p.connect - p.sync : 0;
+  return {{"prepare", p.prepare}, {"join", p.join}, {"connect", p.connect}, {"sync", p.sync}, {"start_lead", lead}};
+}
 
 RunOutcome run_controller(const Profile& profile, const ControllerOptions& options, Launcher& launcher) {
   RunLifecycle run(profile, options, launcher);

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,6 +88,16 @@ struct RunOutcome {
   std::vector<std::pair<Nanos, Nanos>> iterations;  // job-wide, controller clock
   std::uint64_t bytes_sent = 0;
   Nanos setup_ns = 0;    // launch to the common start
+  // Where set-up went: cutting each rank's slice of the profile (prepare), then
+  // to every agent launched and dialled in (join), then to every agent's flows
+  // connected (connect, which includes sending the set-ups), then to every clock
+  // synchronised (sync); the rest of setup_ns is the start lead.
+  struct SetupPhases {
+    Nanos prepare = 0;
+    Nanos join = 0;
+    Nanos connect = 0;
+    Nanos sync = 0;
+  } setup_phases;
   Nanos collect_ns = 0;  // last iteration to all results written
 };
 
@@ -94,5 +105,9 @@ struct RunOutcome {
 // stay here; agents get the profile without them). Throws std::runtime_error
 // only if the server cannot start; everything after that ends in the outcome.
 RunOutcome run_controller(const Profile& profile, const ControllerOptions& options, Launcher& launcher);
+
+// The set-up's phases in ns: {"prepare", "join", "connect", "sync", "start_lead"}, which add
+// up to setup_ns (run.json's setup_phases_ns); those not reached are 0.
+nlohmann::json setup_phases_json(const RunOutcome& o);
 
 }  // namespace tw
