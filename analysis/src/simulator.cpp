@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "tensorwire/core/profile_slice.hpp"
+
 namespace tw {
 namespace {
 
@@ -15,7 +17,7 @@ struct Event {
   std::uint64_t seq;  // ties: first scheduled, first delivered
   enum class Kind : std::uint8_t { wake, compute_done, send_done, received } kind;
   RankId rank;
-  OpIndex op;
+  OpIndex op;  // in the rank's slice
   std::uint32_t iteration;
   bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
@@ -127,6 +129,38 @@ class Network {
   std::vector<Transfer> active_;
 };
 
+// Each rank runs on its slice of the profile (its ops and the messages to it), as
+// an agent does: an Executor keeps state per op of its profile, and on the whole
+// profile every rank would hold all of it (a 256-rank ring has half a million ops:
+// gigabytes). Ops cross between ranks by their whole-profile index.
+struct RankSlices {
+  std::vector<ProfileSlice> slices;  // empty: one rank, which runs on the whole
+  std::vector<OpIndex> at_sender;    // by whole-profile op: a send's index in its sender's slice
+  std::vector<OpIndex> at_receiver;  // ... and in its receiver's
+
+  explicit RankSlices(const Profile& p) {
+    if (p.ranks.size() <= 1) return;
+    std::vector<std::vector<OpIndex>> members = slice_members(p);
+    at_sender.assign(p.ops.size(), 0);
+    at_receiver.assign(p.ops.size(), 0);
+    slices.reserve(p.ranks.size());
+    for (std::size_t r = 0; r < p.ranks.size(); ++r) {
+      slices.push_back(slice_profile(p, static_cast<RankId>(r), std::move(members[r])));
+      const std::vector<OpIndex>& global = slices.back().global;
+      for (std::size_t i = 0; i < global.size(); ++i) {
+        const Op& op = p.ops[global[i]];
+        if (op.type != OpType::send) continue;
+        if (p.flows[op.flow].src == r) at_sender[global[i]] = static_cast<OpIndex>(i);
+        if (p.flows[op.flow].dst == r) at_receiver[global[i]] = static_cast<OpIndex>(i);
+      }
+    }
+  }
+  const Profile& profile(const Profile& whole, std::size_t r) const { return slices.empty() ? whole : slices[r].profile; }
+  OpIndex global(std::size_t r, OpIndex local) const { return slices.empty() ? local : slices[r].global[local]; }
+  OpIndex sender(OpIndex op) const { return slices.empty() ? op : at_sender[op]; }
+  OpIndex receiver(OpIndex op) const { return slices.empty() ? op : at_receiver[op]; }
+};
+
 }  // namespace
 
 SimResult simulate(const Profile& p, const SimOptions& o) {
@@ -134,12 +168,21 @@ SimResult simulate(const Profile& p, const SimOptions& o) {
   if (!o.links.empty() && o.links.size() != n) {
     throw std::invalid_argument("simulation: " + std::to_string(o.links.size()) + " links for " + std::to_string(n) + " ranks");
   }
+  if (!o.executor.offsets.empty() && o.executor.offsets.size() != p.ops.size()) {
+    throw std::invalid_argument("simulation: " + std::to_string(o.executor.offsets.size()) + " open-loop offsets for " +
+                                std::to_string(p.ops.size()) + " ops");
+  }
+  const RankSlices sliced(p);
   std::vector<Executor> ranks;
   ranks.reserve(n);
   for (std::size_t r = 0; r < n; ++r) {
     ExecutorOptions eo = o.executor;
     if (!o.slowdown.empty()) eo.slowdown = o.slowdown.at(r);
-    ranks.emplace_back(p, static_cast<RankId>(r), eo);
+    if (!sliced.slices.empty() && !eo.offsets.empty()) {
+      eo.offsets.clear();
+      for (const OpIndex g : sliced.slices[r].global) eo.offsets.push_back(o.executor.offsets[g]);
+    }
+    ranks.emplace_back(sliced.profile(p, r), static_cast<RankId>(r), eo);
   }
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   std::uint64_t seq = 0;
@@ -152,15 +195,16 @@ SimResult simulate(const Profile& p, const SimOptions& o) {
     Executor& ex = ranks[r];
     Action a;
     while (ex.next_action(a)) {
-      const Op& op = p.ops[a.op];
+      const OpIndex g = sliced.global(r, a.op);
+      const Op& op = p.ops[g];
       const Nanos start = std::max(now, a.at);
       if (a.kind == Action::Kind::compute) {
-        result.ops.push_back({a.op, a.iteration, a.at, start, start + a.duration, -1});
+        result.ops.push_back({g, a.iteration, a.at, start, start + a.duration, -1});
         events.push({start + a.duration, seq++, Event::Kind::compute_done, r, a.op, a.iteration});
       } else {
         const RankId dst = p.flows[op.flow].dst;
-        result.ops.push_back({a.op, a.iteration, a.at, start, -1, -1});
-        net.start({a.op, a.iteration, r, dst, result.ops.size() - 1, static_cast<double>(op.bytes) * 8.0, start, 0, 0}, now);
+        result.ops.push_back({g, a.iteration, a.at, start, -1, -1});
+        net.start({g, a.iteration, r, dst, result.ops.size() - 1, static_cast<double>(op.bytes) * 8.0, start, 0, 0}, now);
       }
     }
     if (const auto wake = ex.next_wake(); wake && wake_pending[r] != *wake) {
@@ -182,10 +226,10 @@ SimResult simulate(const Profile& p, const SimOptions& o) {
       for (const Network::Transfer& t : net.finish(now)) {
         result.ops[t.entry].end = now;
         result.ops[t.entry].received = now + o.latency;
-        events.push({now, seq++, Event::Kind::send_done, t.src, t.op, t.iteration});
+        events.push({now, seq++, Event::Kind::send_done, t.src, sliced.sender(t.op), t.iteration});
         // Handed to the receiver when its reader comes for it (the flow's read lag).
         const Nanos lag = p.flows[p.ops[t.op].flow].read_lag;
-        events.push({now + o.latency + lag, seq++, Event::Kind::received, t.dst, t.op, t.iteration});
+        events.push({now + o.latency + lag, seq++, Event::Kind::received, t.dst, sliced.receiver(t.op), t.iteration});
       }
       continue;
     }
