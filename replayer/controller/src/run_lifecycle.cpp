@@ -125,9 +125,13 @@ class RunLifecycle final : public Session::Handler {
     while (!ctx_.stopped()) {
       ctx_.run_for(std::chrono::milliseconds(100));
       if (finished_at_ && !ctx_.stopped() && Clock::now() - *finished_at_ > kDrainDeadline) {
-        line_.log(std::to_string(sessions_.size()) + " connection(s) still open " +
-                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kDrainDeadline).count()) +
-                  " s after the end of the run: closed");
+        // Named for what it is: sessions still open, or (every connection closed)
+        // some other wait still pending.
+        const auto open = std::count_if(sessions_.begin(), sessions_.end(), [](const auto& x) { return !x->closed(); });
+        const std::string after = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kDrainDeadline).count()) +
+                                  " s after the end of the run";
+        line_.log(open > 0 ? std::to_string(open) + " of " + std::to_string(sessions_.size()) + " connection(s) still open " + after + ": closed"
+                           : "every connection closed, but a wait was still pending " + after + ": stopped");
         ctx_.stop();
       }
     }
