@@ -57,32 +57,48 @@ echo "### Set-up at scale"
 echo
 echo "\`tensorwire run --testbed 4\`: N agents spread over the 4 hosts of a namespace testbed"
 echo "(N/4 agents per host) on the same 1-iteration ring of N ranks; median of $REPS runs (range)."
-echo "Each agent is sent its rank's slice of the profile; \"whole profile to each\" is what"
+echo "The phases (run.json's \`setup_phases_ns\`, medians) are: prepare, cutting each rank's"
+echo "slice of the profile; join, launching the agents until all have dialled in; connect,"
+echo "sending each its set-up until every flow is connected; sync, the clock"
+echo "synchronisation; setup adds the 300 ms start lead. Each agent is sent its rank's slice"
+echo "of the profile: in a ring all-reduce a rank sends 2(N-1) messages per bucket, so a"
+echo "slice grows with N and the profile with N squared. \"whole profile to each\" is what"
 echo "sending every agent the whole profile would have taken."
 echo
-echo "| agents | setup | per agent | sent at set-up | whole profile to each |"
-echo "|---|---|---|---|---|"
+echo "| agents | setup | per agent | prepare | join | connect | sync | sent at set-up | per agent | whole profile to each |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 "$tw" testbed down --name twctl > /dev/null 2>&1 || true
 trap '"$tw" testbed down --name twctl > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
 "$tw" testbed up --hosts 4 --name twctl > /dev/null
-for n in 8 32 64; do
+for n in 8 32 64 256; do
   "$tw" profile synth --model mlp --ranks $n --iterations 1 -o "$work/s$n.yaml" 2> /dev/null
-  setup=() sent=() whole=()
+  setup=() sent=() whole=() prepare=() join=() connect=() sync=() loads=()
   for ((k = 0; k < REPS; k++)); do
+    loads+=("$(load1)")
     rm -rf "$work/r"
     "$tw" run "$work/s$n.yaml" --testbed 4 --name twctl --keep --out "$work/r" --json --join-timeout 300 > "$work/r.json"
-    read -r s b w < <(/usr/bin/python3 - "$work/r.json" "$work/r/run.json" $n <<'PY'
+    read -r s b w pp jj cc ss < <(/usr/bin/python3 - "$work/r.json" "$work/r/run.json" $n <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["ok"], j
 sb = json.load(open(sys.argv[2]))["setup_bytes"]
-print(round(j["setup_ns"] / 1e6), sb["sent"], sb["profile"] * int(sys.argv[3]))
+ph = j["setup_phases_ns"]
+print(round(j["setup_ns"] / 1e6), sb["sent"], sb["profile"] * int(sys.argv[3]),
+      *(round(ph[k] / 1e6) for k in ("prepare", "join", "connect", "sync")))
 PY
 )
-    setup+=("$s") sent+=("$b") whole+=("$w")
+    setup+=("$s") sent+=("$b") whole+=("$w") prepare+=("$pp") join+=("$jj") connect+=("$cc") sync+=("$ss")
   done
   m=$(median "${setup[@]}")
-  printf '| %d | %s ms | %.1f ms | %s | %s |\n' $n "$(spread "${setup[@]}")" "$(awk "BEGIN {print $m / $n}")" \
-    "$(human_bytes "$(median "${sent[@]}")")" "$(human_bytes "$(median "${whole[@]}")")"
+  printf '| %d | %s ms | %.1f ms | %s ms | %s ms | %s ms | %s ms | %s | %s | %s |\n' $n "$(spread "${setup[@]}")" "$(awk "BEGIN {print $m / $n}")" \
+    "$(median "${prepare[@]}")" "$(median "${join[@]}")" "$(median "${connect[@]}")" "$(median "${sync[@]}")" \
+    "$(human_bytes "$(median "${sent[@]}")")" "$(human_bytes "$(awk "BEGIN {print $(median "${sent[@]}") / $n}")")" \
+    "$(human_bytes "$(median "${whole[@]}")")"
+  last_loads=${loads[*]}
 done
 "$tw" testbed down --name twctl > /dev/null 2>&1 || true
+echo
+echo "With 256 agents (64 per host, 128 a core) each run loads the machine itself, and"
+echo "the next run starts on the load average the one before left (its processes are"
+echo "gone; the average decays over minutes). 1-minute load average at the start of each"
+echo "256-agent run: ${last_loads// /, }."

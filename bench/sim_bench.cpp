@@ -1,7 +1,7 @@
 // How fast the what-if simulator runs: the synthesised ResNet-50 ring all-reduce
 // (DDP buckets, Gloo's segments) at 4 to 1024 ranks, one iteration. Baselines in
 // the same run: the Executor-based simulator (the agents' own rules, one state
-// per rank) where it fits, and a binary heap pushing and popping as many events
+// per rank, each on its slice of the profile) up to 256 ranks, and a binary heap pushing and popping as many events
 // as the simulation handled (the floor of any discrete-event simulator).
 // Targets (issue 14): at least a million events a second; 1024 ranks, graph
 // made and simulated, in under 10 s. Prints a Markdown fragment for
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
       }
     });
     std::string executor = "-";
-    if (n <= 64) {
+    if (n <= 256) {
       const tw::Profile p = tw::synthesize(model, o);
       tw::SimOptions so;
       const double t = tw::bench::median_seconds(runs, [&] { (void)tw::simulate(p, so); });
