@@ -235,8 +235,10 @@ int run_command(const RunArgs& a) {
       fmt::print("\n{} iterations: median {}, p95 {}, max {}; {} sent\n", times.size(), human_duration(percentile(times, 0.5)),
                  human_duration(percentile(times, 0.95)), human_duration(percentile(times, 1.0)), human_bytes(out.bytes_sent));
     }
-    fmt::print("setup {} (launch to the common start); results {} after the last iteration\n", human_duration(out.setup_ns),
-               human_duration(out.collect_ns));
+    const auto& ph = out.setup_phases;
+    fmt::print("setup {} (launch to the common start: prepare {}, join {}, connect {}, sync {}); results {} after the last iteration\n",
+               human_duration(out.setup_ns), human_duration(ph.prepare), human_duration(ph.join), human_duration(ph.connect),
+               human_duration(ph.sync), human_duration(out.collect_ns));
     if (scale.factor() != 1) fmt::print("time-scaled: the agents ran {}x slower; times above are scaled back\n", scale.factor());
     fmt::print("results in {}\n", out.out_dir);
   }
