@@ -74,11 +74,14 @@ for r in rates["ranks"]:
 f = rates["flows"]
 assert len(f) == 4 and len({x["messages"] for x in f}) == 1, f
 assert max(x["bytes"] for x in f) - min(x["bytes"] for x in f) <= 1e-4 * f[0]["bytes"], f
-# The plan reference: the run as a whole cannot beat the lower bound. A single
-# iteration can (the job-wide iteration after a late one is short, as the
-# other ranks already started it), so the mean is what is bounded: with equal
-# reference iterations it is the error of the run's total time.
-assert c["iteration_error_pct"]["mean"] > 0, c["iteration_error_pct"]
+# The reference is the timing model at the replay's own link rates: a model,
+# not a bound, so the replay may come out either side of it. The lower bound is
+# a bound: the run as a whole (job-wide iterations tile it, from the first
+# rank's start to the last rank's end) cannot beat it. A single iteration can:
+# after a late one the next is short, as the other ranks already started it.
+assert all(x > 0 for x in c["reference_iteration_ns"]), c["reference_iteration_ns"]
+lb = c["lower_bound"]["iteration_ns"]
+assert lb > 0 and sum(c["replay_iteration_ns"]) >= 3 * lb, (lb, c["replay_iteration_ns"])
 assert c["start_offset_error_ns"]["n"] > 0
 PY
 }
