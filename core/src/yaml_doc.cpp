@@ -163,9 +163,27 @@ std::optional<YamlDoc> YamlDoc::parse_fast(std::string_view text, const std::str
 }
 
 std::optional<YamlDoc> YamlDoc::parse(std::istream& in, const std::string& file, Diagnostic* error) {
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(std::move(text).str(), file, error);
+  // A file is read at its size in one go: a stream copied into a growing buffer
+  // touched (and page-faulted) about three times the file's size.
+  std::string text;
+  const std::istream::pos_type start = in.tellg();
+  if (start != std::istream::pos_type(-1) && in.seekg(0, std::ios::end)) {
+    const std::istream::pos_type end = in.tellg();
+    in.seekg(start);
+    if (end != std::istream::pos_type(-1) && end > start) {
+      text.resize(static_cast<std::size_t>(end - start));
+      in.read(text.data(), static_cast<std::streamsize>(text.size()));
+      text.resize(static_cast<std::size_t>(in.gcount()));
+    }
+  }
+  in.clear(in.rdstate() & ~(std::ios::eofbit | std::ios::failbit));
+  // Whatever the size did not cover (a stream that cannot seek, a file that grew).
+  if (in.good() && in.peek() != std::istream::traits_type::eof()) {
+    std::ostringstream rest;
+    rest << in.rdbuf();
+    text += std::move(rest).str();
+  }
+  return parse(std::move(text), file, error);
 }
 
 const char* YamlDoc::kind_name(Kind k) {

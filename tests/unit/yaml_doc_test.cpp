@@ -37,6 +37,45 @@ TEST(YamlDoc, FastPathMatchesReferenceOnTheSubset) {
   expect_fast_matches_reference("a: 1\r\nb: 2\r\n");
 }
 
+// Read from a stream: a file at its size, a stream that cannot seek in pieces,
+// and from where the stream stands; every way gives the same tree.
+TEST(YamlDoc, ReadsStreamsWhetherOrNotTheySeek) {
+  std::string text = "a: 1\nops:\n";
+  for (int i = 0; i < 5000; ++i) text += "  - {id: op" + std::to_string(i) + ", after: [x, y]}\n";
+  const auto want = YamlDoc::parse_fast(text, "t.yaml");
+  ASSERT_TRUE(want.has_value());
+  std::string why;
+
+  std::istringstream seekable(text);
+  Diagnostic err;
+  const auto a = YamlDoc::parse(seekable, "t.yaml", &err);
+  ASSERT_TRUE(a.has_value()) << err.str();
+  EXPECT_TRUE(test::same_tree(*a, *want, &why)) << why;
+
+  // A stream buffer that refuses to seek, as a pipe does.
+  struct NoSeek : std::stringbuf {
+    using std::stringbuf::stringbuf;
+    pos_type seekoff(off_type, std::ios::seekdir, std::ios::openmode) override { return pos_type(off_type(-1)); }
+    pos_type seekpos(pos_type, std::ios::openmode) override { return pos_type(off_type(-1)); }
+  } buf(text);
+  std::istream pipe(&buf);
+  const auto b = YamlDoc::parse(pipe, "t.yaml", &err);
+  ASSERT_TRUE(b.has_value()) << err.str();
+  EXPECT_TRUE(test::same_tree(*b, *want, &why)) << why;
+
+  std::istringstream after_header("# header line\n" + text);
+  std::string header;
+  std::getline(after_header, header);
+  const auto c = YamlDoc::parse(after_header, "t.yaml", &err);
+  ASSERT_TRUE(c.has_value()) << err.str();
+  EXPECT_TRUE(test::same_tree(*c, *want, &why)) << why;
+
+  std::istringstream empty("");
+  const auto d = YamlDoc::parse(empty, "t.yaml", &err);
+  ASSERT_TRUE(d.has_value()) << err.str();
+  EXPECT_EQ(d->root().kind, YamlDoc::Kind::null);
+}
+
 TEST(YamlDoc, FastPathReadsTheBundledFiles) {
   for (const char* f : {"/docs/sample-profile.yaml", "/traffic_profiles/models/resnet50.yaml",
                         "/traffic_profiles/resnet50-ring-4.yaml", "/traffic_profiles/resnet50-ps-4w2s.yaml"}) {
