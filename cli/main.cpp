@@ -3,8 +3,10 @@
 
 #include "command.hpp"
 #include "tensorwire/core/diagnostic.hpp"
+#include "tensorwire/util/heap.hpp"
 
 int main(int argc, char** argv) {
+  tw::reuse_freed_memory();
   CLI::App app{
       "tensorwire: capture, replay and analyse the network traffic of distributed deep-learning training.\n"
       "Docs: README.md and docs/ in the source tree."};

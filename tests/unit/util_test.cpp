@@ -1,11 +1,14 @@
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "tensorwire/util/heap.hpp"
 #include "tensorwire/util/system_call.hpp"
 #include "tensorwire/util/temp_dir.hpp"
 #include "tensorwire/util/unique_fd.hpp"
@@ -106,6 +109,32 @@ TEST(TempDir, RemovesItselfAndWhatItHolds) {
   }
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_THROW(TempDir("x", "/nonexistent-parent"), std::system_error);
+}
+
+// A block given back and asked for again is served from the heap, not mapped
+// anew (which faults every page in again). Sanitizers bring their own allocator.
+TEST(Heap, AFreedBlockIsReusedWithoutPageFaults) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizer's allocator, not glibc's";
+#else
+  reuse_freed_memory();
+  const auto faults = [] {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+  };
+  constexpr std::size_t kSize = 8 << 20;
+  const auto fill = [](std::size_t n) {
+    auto* p = static_cast<volatile char*>(std::malloc(n));
+    for (std::size_t i = 0; i < n; i += 4096) p[i] = 1;
+    std::free(const_cast<char*>(p));
+  };
+  fill(kSize);
+  const long before = faults();
+  fill(kSize);
+  // 2048 pages if it were mapped anew; a few for whatever else ran.
+  EXPECT_LT(faults() - before, 64);
+#endif
 }
 
 }  // namespace
