@@ -43,5 +43,17 @@ TEST(RecordBudget, TheQueueHoldsTheWholeRunOrEachProducersShare) {
   EXPECT_EQ(Recorder::per_producer(0, Recorder::kCapacity), Recorder::kCapacity) << "no producers counts as one";
 }
 
+TEST(RecordBudget, TheWriterSleepsLongOnlyWhenTheQueueHoldsTheRun) {
+  // Nothing can be dropped for want of a pass of the writer: it may idle long.
+  EXPECT_EQ(Recorder::idle_sleep(1, 5000), Recorder::kIdleSleepWhole);
+  EXPECT_EQ(Recorder::idle_sleep(4, 5000), Recorder::kIdleSleepWhole);
+  EXPECT_EQ(Recorder::idle_sleep(1, 0), Recorder::kIdleSleepWhole);
+  // A queue capped below the run drains in time only if the writer comes often.
+  EXPECT_EQ(Recorder::idle_sleep(1, Recorder::kCapacity + 1), Recorder::kIdleSleep);
+  EXPECT_EQ(Recorder::idle_sleep(2, Recorder::kCapacity), Recorder::kIdleSleep);
+  EXPECT_EQ(Recorder::idle_sleep(1, std::numeric_limits<std::uint64_t>::max()), Recorder::kIdleSleep);
+  EXPECT_GT(Recorder::kIdleSleepWhole, Recorder::kIdleSleep);
+}
+
 }  // namespace
 }  // namespace tw

@@ -10,7 +10,9 @@
 namespace tw {
 
 Recorder::Recorder(const std::string& path, std::size_t producers, const OpIndexMap* ops, std::uint64_t most)
-    : queue_(per_producer(producers, most), std::max<std::size_t>(producers, 1), 0), ops_(ops != nullptr && !ops->identity() ? ops : nullptr), file_(path) {
+    : queue_(per_producer(producers, most), std::max<std::size_t>(producers, 1), 0), ops_(ops != nullptr && !ops->identity() ? ops : nullptr),
+      idle_sleep_(idle_sleep(producers, most)),
+      file_(path) {
   for (std::size_t i = 0; i < std::max<std::size_t>(producers, 1); ++i) producers_.push_back(std::make_unique<Producer>(queue_));
   thread_ = std::thread([this] { run(); });
 }
@@ -47,7 +49,8 @@ int Recorder::stop() {
 // long after each empty one, up to kIdleSleep: hundreds of agents waiting for
 // their set-up or a long compute would otherwise wake 500 times a second each
 // (a quarter of all CPU time with 256 agents on 2 cores). The longest sleep's
-// records fit the queue: kMinPerProducer at a million records a second.
+// records fit the queue: kMinPerProducer at a million records a second, or the
+// whole run when the queue holds it (idle_sleep()).
 void Recorder::run() {
   std::vector<Record> batch(4096);
   auto sleep = kSleep;
@@ -63,7 +66,7 @@ void Recorder::run() {
       file_.write(batch.data(), n);
     }
     if (last) break;
-    sleep = found ? kSleep : std::min(sleep * 2, kIdleSleep);
+    sleep = found ? kSleep : std::min(sleep * 2, idle_sleep_);
     std::unique_lock lock(wake_mutex_);
     wake_.wait_for(lock, sleep, [this] { return stopping_.load(); });
   }
