@@ -679,5 +679,39 @@ TEST(ChildProcess, AChildStartsWithItsParentsSignalMask) {
   EXPECT_EQ(masks["SigBlk"], expected) << std::hex << masks["SigBlk"] << " blocked, " << expected << " expected";
 }
 
+// A child started in a network namespace sees that namespace's network (only
+// its loopback, in a new one), and a namespace that does not exist is an error
+// that names it, before anything starts.
+TEST(ChildProcess, StartsInANetworkNamespace) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making a network namespace needs root";
+  const std::string ns = "tw-spawn-" + std::to_string(::getpid());
+  ASSERT_EQ(ChildProcess::spawn({"ip", "netns", "add", ns}).wait(), 0);
+  struct Remove {
+    std::string ns;
+    ~Remove() { ChildProcess::spawn({"ip", "netns", "del", ns}).wait(); }
+  } remove{ns};
+  TempDir dir;
+  SpawnOptions o;
+  o.output_path = dir.path() + "/links";
+  o.netns = ns;
+  const int st = ChildProcess::spawn({"ip", "-o", "link", "show"}, o).wait();
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << ChildProcess::describe(st);
+  std::ifstream in(o.output_path);
+  std::vector<std::string> links;
+  for (std::string line; std::getline(in, line);) links.push_back(line);
+  ASSERT_EQ(links.size(), 1U) << "the host's links are visible";
+  EXPECT_NE(links[0].find(": lo:"), std::string::npos) << links[0];
+
+  o.netns = ns + "-missing";
+  try {
+    ChildProcess::spawn({"true"}, o);
+    ADD_FAILURE() << "started in a namespace that does not exist";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(ns + "-missing"), std::string::npos) << e.what();
+  }
+  o.netns = "../" + ns;
+  EXPECT_THROW(ChildProcess::spawn({"true"}, o), std::runtime_error) << "a path, not a name";
+}
+
 }  // namespace
 }  // namespace tw

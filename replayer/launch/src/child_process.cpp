@@ -1,6 +1,7 @@
 #include "tensorwire/launch/child_process.hpp"
 
 #include <dirent.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -71,6 +72,16 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const Spa
     out.reset(system_call(options.output_path + ": cannot create",
                           ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)));
   }
+  UniqueFd ns;
+  if (!options.netns.empty()) {
+    if (options.netns.find('/') != std::string::npos || options.netns == "." || options.netns == "..") {
+      throw std::runtime_error("cannot start " + argv[0] + ": \"" + options.netns + "\" is not a network namespace's name");
+    }
+    const std::string path = "/run/netns/" + options.netns;
+    ns.reset(system_call("cannot start " + argv[0] + " in network namespace " + options.netns + ": " + path,
+                         ::open(path.c_str(), O_RDONLY | O_CLOEXEC)));
+  }
+  const int ns_fd = ns.get();
   const int in_fd = stdin_read.get();
   const int out_fd = out.get();
   const int keep_fd = options.keep_fd;
@@ -102,6 +113,7 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const Spa
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
     }
+    if (ns_fd >= 0 && ::setns(ns_fd, CLONE_NEWNET) != 0) ::_exit(127);
     if (in_fd >= 0 && ::dup2(in_fd, 0) < 0) ::_exit(127);
     if (out_fd >= 0 && (::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0)) ::_exit(127);
     if (keep_fd >= 0 && keep_fd != 3) {
@@ -121,6 +133,7 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const Spa
   }
   stdin_read.reset();  // the child's end
   out.reset();
+  ns.reset();
   ChildProcess child(pid);
   if (options.stdin_text) {
     child.stdin_fd_ = std::move(stdin_write);

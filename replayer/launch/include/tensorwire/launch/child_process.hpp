@@ -22,6 +22,10 @@ struct SpawnOptions {
   std::optional<std::string> stdin_text;
   std::string output_path;  // if set, stdout and stderr go to this file (appended)
   bool die_with_parent = true;  // PR_SET_PDEATHSIG: killed if this process dies
+  // If set, the child starts in this network namespace (a name under /run/netns,
+  // as `ip netns add` makes them): what `ip netns exec NAME` does for a program
+  // that needs only the network, without a second program to start.
+  std::string netns;
 };
 
 class ChildProcess {

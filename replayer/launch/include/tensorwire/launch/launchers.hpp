@@ -72,7 +72,7 @@ class SshLauncher final : public ProcessLauncher {
 };
 
 // One agent per host namespace of a testbed (ranks spread over the hosts in
-// blocks, like slots), each started with `ip netns exec`.
+// blocks, like slots), each started in its host's network namespace.
 class TestbedLauncher final : public ProcessLauncher {
  public:
   TestbedLauncher(TestbedSpec spec, std::size_t ranks, std::string exe, std::string log_dir,
