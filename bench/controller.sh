@@ -102,3 +102,9 @@ echo "With 256 agents (64 per host, 128 a core) each run loads the machine itsel
 echo "the next run starts on the load average the one before left (its processes are"
 echo "gone; the average decays over minutes). 1-minute load average at the start of each"
 echo "256-agent run: ${last_loads// /, }."
+echo
+echo "Per agent, set-up grows with N because a ring's slice does (\"sent at set-up\", per"
+echo "agent). Per byte of set-up it does not: divide setup by \"sent at set-up\" and the"
+echo "time per megabyte falls as N grows, as the fixed costs (launching, the start lead)"
+echo "spread over more bytes. What an agent does with its bytes, step by step, is in"
+echo "\"Set-up message of one agent\" below."

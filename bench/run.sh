@@ -16,7 +16,7 @@ build=${BUILD_DIR:-build-bench}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTW_TESTS=OFF -DTW_BENCH=ON >/dev/null
 ninja -C "$build" > "$build/bench-build.log" 2>&1 || { tail -30 "$build/bench-build.log"; exit 1; }
 
-all=(profile_load profile_build view sim dataplane controller testbed capture)
+all=(profile_load profile_build view sim dataplane controller setup testbed capture)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 machine() {
@@ -44,6 +44,7 @@ for name in "${names[@]}"; do
     sim) "$build/bench/sim_bench" 3 > "$out.new" ;;
     dataplane) bash bench/dataplane.sh "$build" > "$out.new" ;;
     controller) bash bench/controller.sh "$build" > "$out.new" ;;
+    setup) "$build/bench/setup_bench" 5 > "$out.new" ;;
     testbed) bash bench/testbed.sh "$build" > "$out.new" ;;
     capture) bash bench/capture.sh "$build" > "$out.new" ;;
     *) echo "unknown benchmark: $name (known: ${all[*]})" >&2; exit 2 ;;
