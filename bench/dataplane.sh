@@ -167,10 +167,31 @@ echo "(SO_RCVLOWAT; one wake-up and one full read per 128 KiB; measured at load 
 echo "left by the runs before, so an indication): in the four of 6 paired"
 echo "rounds where iperf3 -N moved 25-28 Gb/s, 30.5, 30.8, 29.8, 26.6 Gb/s against 22.2,"
 echo "22.0, 19.5, 21.7 without it; 4 KiB and 64 KiB messages and four flows unchanged."
-echo "Four flows stay near 23 Gb/s while iperf3 -P 4 doubles its one-stream rate: perf"
-echo "puts iperf3's ACK processing (tcp_ack, the frees of acknowledged buffers) on the"
-echo "receiver's core, which its lagging reader gives time to; the agents' runs on the"
-echo "sender's core, whose peer sleeps a quarter of the time. Not resolved."
+echo
+echo "Four flows, looked at again (2026-12-04, same machine, nothing else running,"
+echo "1-minute load 0.4-0.9 from these runs alone; one flow of 8 MiB messages carries 2.5"
+echo "GB, four carry 3.36 GB). With four flows the receiving agent falls behind, and"
+echo "then each byte costs it more:"
+echo "- the sending agent's four connections (ss -tin, a run at 26.9 Gb/s) were limited"
+echo "  by the receive window 35-41% of their busy time, with send windows of 0.57-1.96"
+echo "  MB; iperf3 -P 4's were never window-limited, with windows of 7.0-9.7 MB;"
+echo "- the receiving agent's queues (ss -tinm, a run at 18.4 Gb/s) held 1.1-7.3 MB,"
+echo "  70-97% of their buffers, and had dropped 1103-3931 packets for want of room;"
+echo "  iperf3's held 0-1.2 MB, under a quarter of theirs;"
+echo "- its copy to user memory (perf, _copy_to_iter samples per GB) took 357-467 with"
+echo "  four flows against 168-204 with one; iperf3's took 190 with four streams and"
+echo "  174 with one. What it reads has waited megabytes deep and left the cache."
+echo
+echo "Paired runs that changed nothing beyond the noise: reading at a fixed offset"
+echo "rather than the stream position's alignment; ending every write at a 64-byte"
+echo "boundary of the flow's stream; no SO_RCVLOWAT; SO_RCVBUF fixed at 1 or 2 MB;"
+echo "1 or 2 reads per flow's turn instead of 16. One I/O thread per flow"
+echo "(--io-threads 4) moved 25.4 and 26.7 Gb/s against 20.9 and 22.5, with a"
+echo "third less copy time per byte. The runs are bimodal: six in a row moved 22.4,"
+echo "21.2, 28.4, 21.3, 27.5, 31.5 Gb/s, and six with the sender pinned to core 0 and"
+echo "the receiver to core 1 29.8, 21.8, 21.4, 22.3, 21.4, 22.3. Both sides use the"
+echo "system's congestion control, BBR (the namespaces allow only reno and bbr)."
+echo "Not resolved."
 echo
 echo "### Small messages"
 echo
@@ -226,6 +247,9 @@ echo
 echo "Real-time: the agents at SCHED_FIFO priority 50 with their I/O thread pinned to a"
 echo "core (\`--realtime --pin\`, as root)."
 echo
+echo "Each row: median of $REPS runs (range) of each run's percentile, the rows' runs"
+echo "alternating."
+echo
 echo "| scheduler | priority | p50 | p99 | max |"
 echo "|---|---|---|---|---|"
 {
@@ -233,12 +257,15 @@ echo "|---|---|---|---|---|"
   echo "ranks: [{id: 0}, {id: 1}]"; echo "flows: [{id: f, src: 0, dst: 1}]"
   echo "ops:"; echo "  - {id: s, type: send, flow: f, bytes: 4096, gap: 1ms, after: [s@-1]}"
 } > "$work/prec.yaml"
-for spec in "0 normal" "50 normal" "500 normal" "0 realtime" "50 realtime" "500 realtime"; do
-  set -- $spec
-  spin=$1
-  if [ "$2" = realtime ]; then extra=(--realtime --pin); else extra=(); fi
-  agents "$work/prec.yaml" "$work/prec-$spin-$2" --spin-us $spin "${extra[@]}"
-  /usr/bin/python3 - "$work/prec-$spin-$2" "$spin" "$2" <<'PY'
+specs=("0 normal" "50 normal" "500 normal" "0 realtime" "50 realtime" "500 realtime")
+declare -A p50 p99 pmax
+for ((k = 0; k < REPS; k++)); do
+  for i in "${!specs[@]}"; do
+    set -- ${specs[$i]}
+    if [ "$2" = realtime ]; then extra=(--realtime --pin); else extra=(); fi
+    agents "$work/prec.yaml" "$work/prec" --spin-us "$1" "${extra[@]}"
+    # The start error of each message (planned start to first write), in us.
+    read -r a b c < <(/usr/bin/python3 - "$work/prec" <<'PY'
 import struct, sys
 data = open(sys.argv[1] + "/rank-0.twr", "rb").read()[16:]
 err = []
@@ -247,12 +274,19 @@ for i in range(0, len(data), 64):
     t = struct.unpack_from("<5q", data, i + 24)
     err.append((t[1] - t[0]) / 1e3)
 err.sort()
-label = "timer only (no spin)" if sys.argv[2] == "0" else f"timer, then spin the last {sys.argv[2]} us"
-prio = "SCHED_FIFO 50, pinned" if sys.argv[3] == "realtime" else "normal"
-print(f"| {label} | {prio} | {err[len(err)//2]:.1f} us | {err[int(len(err)*0.99)]:.1f} us | {err[-1]:.1f} us |")
+print(f"{err[len(err)//2]:.1f} {err[int(len(err)*0.99)]:.1f} {err[-1]:.1f}")
 PY
+)
+    p50[$i]+=" $a" p99[$i]+=" $b" pmax[$i]+=" $c"
+    rm -rf "$work/prec"
+  done
 done
-
+for i in "${!specs[@]}"; do
+  set -- ${specs[$i]}
+  if [ "$1" = 0 ]; then label="timer only (no spin)"; else label="timer, then spin the last $1 us"; fi
+  if [ "$2" = realtime ]; then prio="SCHED_FIFO 50, pinned"; else prio=normal; fi
+  echo "| $label | $prio | $(spread_signed ${p50[$i]}) us | $(spread ${p99[$i]}) us | $(spread ${pmax[$i]}) us |"
+done
 echo
 echo "On this virtual machine the vCPU itself is descheduled by the host now and then"
 echo "(the maxima, at any priority), which no priority inside the guest prevents."

@@ -6,6 +6,8 @@
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 # spread VALUES...: "median (min-max)".
 spread() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {printf "%s (%s-%s)", v[int((NR+1)/2)], v[1], v[NR]}'; }
+# spread_signed VALUES...: "median (min to max)", for values that may be negative.
+spread_signed() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {printf "%s (%s to %s)", v[int((NR+1)/2)], v[1], v[NR]}'; }
 # maximum VALUES...: the largest value, as given.
 maximum() { printf '%s\n' "$@" | sort -g | tail -1; }
 # range VALUES...: max - min.
