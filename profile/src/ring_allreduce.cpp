@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "synth_builder.hpp"
+#include "tensorwire/util/heap.hpp"
 
 namespace tw {
 
@@ -90,8 +91,8 @@ Profile ring_allreduce(const Model& model, const SynthOptions& o, SimGraph* grap
       for (std::size_t i : bucket) bytes += model.tensors[i].bytes;
       sends += ring_segments(bytes, n, o.max_segment_bytes, element).size() * 2 * (n - 1);
     }
-    graph->ops.reserve(graph->ops.size() + sends);
-    graph->deps.reserve(graph->deps.size() + sends);
+    reserve_huge(graph->ops, graph->ops.size() + sends);
+    reserve_huge(graph->deps, graph->deps.size() + sends);
   }
   // gathered[r]: every all-gather segment rank r receives; the optimizer needs them all.
   std::vector<std::vector<Dependency>> gathered(n);

@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "tensorwire/util/heap.hpp"
 #include "tensorwire/util/system_call.hpp"
@@ -134,6 +137,45 @@ TEST(Heap, AFreedBlockIsReusedWithoutPageFaults) {
   fill(kSize);
   // 2048 pages if it were mapped anew; a few for whatever else ran.
   EXPECT_LT(faults() - before, 64);
+#endif
+}
+
+// Memory reserved with huge pages advised is faulted in 2 MiB at a time where the
+// kernel offers transparent huge pages to those who ask (enabled "always" or
+// "madvise"), 4 KiB at a time otherwise.
+TEST(Heap, AReservationAdvisedHugePagesFaultsA2MiBPageAtATime) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizer's allocator and shadow memory fault pages of their own";
+#else
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode((std::istreambuf_iterator<char>(thp)), std::istreambuf_iterator<char>());
+  if (mode.find("[always]") == std::string::npos && mode.find("[madvise]") == std::string::npos) {
+    GTEST_SKIP() << "no transparent huge pages on madvise here: " << mode;
+  }
+  const auto faults = [] {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+  };
+  const auto touch = [](std::vector<std::uint64_t>& v, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) v.push_back(i);
+  };
+  constexpr std::size_t kCount = (64u << 20) / sizeof(std::uint64_t);  // 64 MiB: 16384 pages of 4 KiB
+  std::vector<std::uint64_t> advised;
+  reserve_huge(advised, kCount);
+  ASSERT_GE(advised.capacity(), kCount);
+  long before = faults();
+  touch(advised, kCount);
+  const long huge = faults() - before;
+  std::vector<std::uint64_t> plain;
+  plain.reserve(kCount);
+  before = faults();
+  touch(plain, kCount);
+  const long small = faults() - before;
+  EXPECT_GT(small, 8000) << "the baseline: one fault per 4 KiB page";
+  // 32 huge pages, plus the pages at either end outside a whole 2 MiB page;
+  // a kernel short of free huge pages falls back to small ones for some.
+  EXPECT_LT(huge, small / 8) << "huge " << huge << ", small " << small;
 #endif
 }
 
