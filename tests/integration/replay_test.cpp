@@ -2,6 +2,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,12 +17,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
 
+#include "outgoing_flow.hpp"
 #include "record_budget.hpp"
 #include "recorder.hpp"
+#include "tcp_info.hpp"
 #include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/agent/agent.hpp"
 #include "tensorwire/core/records.hpp"
@@ -301,7 +306,9 @@ std::string many_flows(int n) {
   y += "ops:\n  - {id: c0, type: compute, rank: 0, duration: 50us}\n";
   std::string answers;
   for (int k = 0; k < n; ++k) {
-    const std::string bytes = std::to_string(1 + (k * 37) % 200) + "KiB";  // 1 KiB .. 200 KiB
+    // 1 KiB .. 200 KiB, and every eighth 1.5 MiB: a message of several turns
+    // of writes on a thread that other flows share (OutgoingFlow::share_thread).
+    const std::string bytes = std::to_string(k % 8 == 7 ? 1536 : 1 + (k * 37) % 200) + "KiB";
     y += "  - {id: s" + std::to_string(k) + ", type: send, flow: a" + std::to_string(k) + ", bytes: " + bytes + ", after: [c0]}\n";
     y += "  - {id: t" + std::to_string(k) + ", type: send, flow: b" + std::to_string(k) + ", bytes: " + bytes +
          ", after: [recv:s" + std::to_string(k) + ", recv:s" + std::to_string((k + 1) % n) + "]}\n";
@@ -326,6 +333,85 @@ bool replay_many_flows(const Profile& p, const std::string& profile, const std::
   EXPECT_EQ(c.messages, iterations * messages);
   EXPECT_GT(c.dependencies_checked, iterations * messages);
   return true;
+}
+
+// Two flows of one I/O thread, each handed a 2 MiB message (16 writes) at once,
+// into send buffers that hold both: the first takes turns of kWritesPerTurn
+// writes with the second, so when its last byte is in the kernel the second's
+// message is mostly there too. Alone on its thread, a flow writes its message
+// whole within send().
+TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
+  namespace asio = boost::asio;
+  using tcp = asio::ip::tcp;
+  if (::geteuid() != 0) GTEST_SKIP() << "SO_SNDBUFFORCE needs root";
+  TempDir dir;
+  constexpr Bytes kMessage = 2 << 20;
+  const std::string yaml = dir.path() + "/two.yaml";
+  std::ofstream(yaml) << "version: 1\niterations: 2\nranks: [{id: 0}, {id: 1}]\n"
+                         "flows: [{id: a, src: 0, dst: 1}, {id: b, src: 0, dst: 1}]\n"
+                         "ops:\n  - {id: sa, type: send, flow: a, bytes: 2MiB}\n  - {id: sb, type: send, flow: b, bytes: 2MiB}\n";
+  const Profile p = load(yaml);
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  struct Events : OutgoingFlow::Events {
+    std::vector<FlowIndex> sent_order;
+    std::function<void(OutgoingFlow&)> on_sent;
+    void progress() override {}
+    void sent(OutgoingFlow& f, const Action&, Nanos) override {
+      sent_order.push_back(f.flow());
+      if (on_sent) on_sent(f);
+    }
+    void write_failed(OutgoingFlow&, const std::string& why) override { ADD_FAILURE() << why; }
+    void closed(OutgoingFlow&) override {}
+  } events;
+  Recorder recorder(dir.path() + "/records.twr");
+  OpIndexMap ops;
+  CopyCursor cursor;
+  std::vector<std::byte> payload(OutgoingFlow::kMaxWrite + kCopySlack);
+  std::vector<std::unique_ptr<OutgoingFlow>> flows;
+  std::vector<tcp::socket> peers;
+  std::vector<int> fds;
+  for (FlowIndex f = 0; f < 2; ++f) {
+    tcp::socket s(io);
+    s.connect(acceptor.local_endpoint());
+    peers.push_back(acceptor.accept());
+    fds.push_back(s.native_handle());
+    // Room for both messages in the kernel: no write finds the socket full.
+    const int room = 16 << 20;
+    ASSERT_EQ(::setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDBUFFORCE, &room, sizeof room), 0) << "needs root";
+    flows.push_back(std::make_unique<OutgoingFlow>(io, p, ops, f, 0, payload, cursor, recorder.producer(0), events, 0));
+    ASSERT_EQ(flows.back()->attach(std::move(s), "peer", TxStampPolicy{}), "");
+  }
+  // What a flow's messages put in the kernel so far: acknowledged, and in its
+  // socket not yet acknowledged.
+  const auto queued = [&](FlowIndex f) {
+    const std::optional<TcpInfo> ti = read_tcp_info(fds[f]);
+    int unacked = 0;
+    EXPECT_TRUE(ti);
+    EXPECT_EQ(::ioctl(fds[f], SIOCOUTQ, &unacked), 0);
+    return static_cast<Bytes>(ti ? ti->bytes_acked : 0) + unacked;
+  };
+  const Bytes base[2] = {queued(0), queued(1)};  // the handshake's sequence numbers
+  Bytes second_at_first = -1;
+  events.on_sent = [&](OutgoingFlow& f) {
+    if (f.flow() == 0) second_at_first = queued(1) - base[1];
+  };
+  // Shared: neither message is whole in the kernel when send() returns.
+  for (auto& f : flows) f->share_thread(true);
+  EXPECT_FALSE(flows[0]->send(Action{Action::Kind::send, 0, 0, 0, 0}));
+  EXPECT_FALSE(flows[1]->send(Action{Action::Kind::send, 1, 0, 0, 0}));
+  io.run();
+  EXPECT_EQ(events.sent_order, (std::vector<FlowIndex>{0, 1}));
+  // The second flow wrote every turn but its last while the first wrote its 16.
+  EXPECT_GE(second_at_first, kMessage - OutgoingFlow::kWritesPerTurn * OutgoingFlow::kMaxWrite);
+  EXPECT_EQ(queued(1) - base[1], kMessage);
+  // Alone: the message is whole in the kernel when send() returns.
+  io.restart();
+  flows[0]->share_thread(false);
+  EXPECT_TRUE(flows[0]->send(Action{Action::Kind::send, 0, 1, 0, 0}));
+  EXPECT_EQ(queued(0) - base[0], 2 * kMessage);
+  for (auto& f : flows) f->close();
+  io.run();
 }
 
 TEST(Replay, OneAgentDrivesSixtyFourFlowsOverSeveralThreads) {

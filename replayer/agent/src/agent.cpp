@@ -139,6 +139,11 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         in_.push_back(std::make_unique<IncomingFlow>(io(t), p_, flow, rank_, s, recv_seen_, recorder_.producer(t), in_events(t)));
       }
     }
+    // A flow takes turns with the others of its I/O thread.
+    std::vector<std::size_t> flows_on(threads_, 0);
+    for (const std::size_t t : out_thread_) ++flows_on[t];
+    for (const std::size_t t : in_thread_) ++flows_on[t];
+    for (std::size_t i = 0; i < out_.size(); ++i) out_[i]->share_thread(flows_on[out_thread_[i]] > 1);
     progress_every_ = std::max<std::uint64_t>(1, iterations_ / 10);
   }
 

@@ -85,8 +85,14 @@ std::optional<Nanos> OutgoingFlow::send(const Action& a) {
 // first write is short, so that its timestamp marks the first bytes leaving
 // (wire_first), and its first and last writes carry the control message that
 // asks for timestamps: two reports of each kind per message, not per write.
+// A flow that shares its I/O thread gives it to the others after
+// kWritesPerTurn writes and goes on from a posted handler (yield()).
 bool OutgoingFlow::write_some() {
-  for (;;) {
+  for (int turn = 0;; ++turn) {
+    if (turn == writes_per_turn_) {
+      yield();
+      return false;
+    }
     std::array<iovec, 2> iov;  // the header's rest, one view of the payload buffer
     std::size_t n = 0;
     Bytes want = 0;
@@ -148,6 +154,13 @@ void OutgoingFlow::wait_writable() {
       return;
     }
     events_.progress();
+    if (write_some() && message_written()) events_.sent(*this, action_, sent_at_);
+  });
+}
+
+void OutgoingFlow::yield() {
+  asio::post(sock_.get_executor(), [this] {
+    if (!sock_.is_open()) return;  // closed meanwhile: the run stopped
     if (write_some() && message_written()) events_.sent(*this, action_, sent_at_);
   });
 }

@@ -88,6 +88,18 @@ class OutgoingFlow {
   void finish();
   void close();
 
+  // The flow's I/O thread also serves other flows: a message takes turns of
+  // kWritesPerTurn writes with their work (after the constructor, before sending).
+  // A flow that wrote until its socket was full (megabytes) left the others to
+  // drain and refill in turns that deep: four flows of 8 MiB messages on one
+  // thread moved 18.4-34.6 Gb/s between two testbed hosts, median 23.0, and
+  // 20.4-38.3, median 37.6, taking turns (6 paired runs, docs/BENCHMARKS.md); as
+  // iperf3 -P writes its streams. Alone on its thread a flow writes on: a turn
+  // costs a posted handler, about 5% of one flow's rate.
+  void share_thread(bool shared) { writes_per_turn_ = shared ? kWritesPerTurn : -1; }
+  static constexpr int kWritesPerTurn = 4;
+  static constexpr Bytes kMaxWrite = 128 * kKiB;  // per sendmsg
+
   bool connected() const { return connected_; }
   FlowIndex flow() const { return flow_; }
   const std::string& peer() const { return peer_; }
@@ -99,12 +111,12 @@ class OutgoingFlow {
  private:
   static constexpr std::size_t kRing = 4096;  // messages awaiting their ACK timestamp
   static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in a stamped message's first write: bounds wire_first's lag
-  static constexpr Bytes kMaxWrite = 128 * kKiB;    // per sendmsg
 
   // Writes until the message is whole in the kernel (true) or the socket is
   // full (false: a writability wait continues) or the write failed (false).
   bool write_some();
   void wait_writable();
+  void yield();  // goes on writing from a posted handler, after what is queued
   bool message_written();  // true: counts as sent now (no credit to wait for)
   void sent_when_credit();
   void fail_later(std::string why);
@@ -129,6 +141,7 @@ class OutgoingFlow {
   Bytes header_left_ = 0;   // header bytes not yet taken by the kernel
   Bytes payload_left_ = 0;  // payload bytes not yet taken by the kernel
   bool first_write_ = false;
+  int writes_per_turn_ = -1;  // -1: no turns (share_thread)
   bool stamp_this_ = false;  // the message being written asks for timestamps
   bool stamp_control_ = true;  // per message (a control message), else the socket stamps every write
   std::uint32_t stamp_every_ = 1, stamp_count_ = 0;

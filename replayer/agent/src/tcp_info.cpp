@@ -21,6 +21,7 @@ std::optional<TcpInfo> read_tcp_info(int fd) {
   out.unacked = info.tcpi_unacked;
   // Older kernels return a shorter struct: only read what they filled in.
   const auto has = [len](std::size_t end) { return len >= end; };
+  if (has(offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof info.tcpi_bytes_acked)) out.bytes_acked = info.tcpi_bytes_acked;
   if (has(offsetof(struct tcp_info, tcpi_notsent_bytes) + sizeof info.tcpi_notsent_bytes)) out.notsent_bytes = info.tcpi_notsent_bytes;
   if (has(offsetof(struct tcp_info, tcpi_sndbuf_limited) + sizeof info.tcpi_sndbuf_limited)) {
     out.busy_us = info.tcpi_busy_time;

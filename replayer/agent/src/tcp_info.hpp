@@ -18,6 +18,7 @@ struct TcpInfo {
   std::uint64_t busy_us = 0;
   std::uint64_t rwnd_limited_us = 0;
   std::uint64_t sndbuf_limited_us = 0;
+  std::uint64_t bytes_acked = 0;  // since the connection opened
 };
 
 std::optional<TcpInfo> read_tcp_info(int fd);
