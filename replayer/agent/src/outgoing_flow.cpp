@@ -161,6 +161,7 @@ void OutgoingFlow::wait_writable() {
 void OutgoingFlow::yield() {
   asio::post(sock_.get_executor(), [this] {
     if (!sock_.is_open()) return;  // closed meanwhile: the run stopped
+    events_.progress();  // the turn before wrote
     if (write_some() && message_written()) events_.sent(*this, action_, sent_at_);
   });
 }

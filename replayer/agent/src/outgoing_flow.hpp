@@ -112,8 +112,9 @@ class OutgoingFlow {
   static constexpr std::size_t kRing = 4096;  // messages awaiting their ACK timestamp
   static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in a stamped message's first write: bounds wire_first's lag
 
-  // Writes until the message is whole in the kernel (true) or the socket is
-  // full (false: a writability wait continues) or the write failed (false).
+  // Writes until the message is whole in the kernel (true), the socket is full
+  // (false: a writability wait continues), its turn ended (false: a posted
+  // handler continues) or the write failed (false).
   bool write_some();
   void wait_writable();
   void yield();  // goes on writing from a posted handler, after what is queued
