@@ -140,12 +140,10 @@ class Engine {
     }
     // Arrays of one entry per op, each filled once: huge pages (a 1024-rank
     // ring has 21 million ops).
-    reserve_huge(st_, n);
-    st_.assign(n, OpState{});
+    assign_huge(st_, n, OpState{});
     // Successors, as compressed rows.
     std::vector<std::uint32_t> count;
-    reserve_huge(count, n + 1);
-    count.assign(n + 1, 0);
+    assign_huge(count, n + 1, 0u);
     own_begin_.assign(g.ranks + 1, 0);
     per_iteration_.assign(g.ranks, 0);
     for (std::size_t i = 0; i < n; ++i) {
@@ -164,11 +162,9 @@ class Engine {
       ++per_iteration_[op.rank];
       if (op.type == OpType::send) ++per_iteration_[g.flow_dst[op.flow]];
     }
-    reserve_huge(succ_begin_, n + 1);
-    succ_begin_.assign(n + 1, 0);
+    assign_huge(succ_begin_, n + 1, 0u);
     for (std::size_t i = 0; i < n; ++i) succ_begin_[i + 1] = succ_begin_[i] + count[i];
-    reserve_huge(succ_, succ_begin_[n]);
-    succ_.resize(succ_begin_[n]);
+    assign_huge(succ_, succ_begin_[n], Successor{});
     std::vector<std::uint32_t> fill;
     reserve_huge(fill, n);
     fill.assign(succ_begin_.begin(), succ_begin_.end() - 1);
@@ -180,8 +176,7 @@ class Engine {
       }
     }
     for (std::uint32_t r = 0; r < g.ranks; ++r) own_begin_[r + 1] += own_begin_[r];
-    reserve_huge(own_, n);
-    own_.resize(n);
+    assign_huge(own_, n, OpIndex{0});
     std::vector<std::uint32_t> pos(own_begin_.begin(), own_begin_.end() - 1);
     for (std::size_t i = 0; i < n; ++i) own_[pos[g.ops[i].rank]++] = static_cast<OpIndex>(i);
 
@@ -190,10 +185,7 @@ class Engine {
     run_.iterations = iterations_;
     run_.iteration_end.assign(iterations_, 0);
     run_.rank_iteration_end.assign(g.ranks, std::vector<Nanos>(iterations_, -1));
-    if (o.record) {
-      reserve_huge(run_.instances, n * iterations_);
-      run_.instances.assign(n * iterations_, SimInstance{});
-    }
+    if (o.record) assign_huge(run_.instances, n * iterations_, SimInstance{});
     if (!g.rank_links.empty()) {
       rank_active_.resize(2 * static_cast<std::size_t>(g.ranks));
       link_mark_.assign(2 * static_cast<std::size_t>(g.ranks), 0);

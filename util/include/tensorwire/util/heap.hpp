@@ -28,13 +28,21 @@ inline constexpr long kKeepBytes = 32L << 20;
 void advise_huge_pages(const void* data, std::size_t bytes);
 inline constexpr std::size_t kHugeAdviceBytes = 8u << 20;
 
-// Reserves room for `n` elements in an empty or unreserved vector and advises
-// huge pages for it (advise_huge_pages): call before filling it.
+// Grows v's capacity to `n` elements, in a new block advised huge pages
+// (advise_huge_pages), before the elements are written: those already in v are
+// moved into it, the rest come in with the pages. Nothing when v holds n already.
 template <typename T, typename A>
 void reserve_huge(std::vector<T, A>& v, std::size_t n) {
   if (n <= v.capacity()) return;
   v.reserve(n);
   advise_huge_pages(v.data(), v.capacity() * sizeof(T));
+}
+
+// v.assign(n, value), in memory advised huge pages when it is new.
+template <typename T, typename A>
+void assign_huge(std::vector<T, A>& v, std::size_t n, const T& value) {
+  reserve_huge(v, n);
+  v.assign(n, value);
 }
 
 }  // namespace tw
