@@ -56,22 +56,54 @@ echo
 echo "### Set-up at scale"
 echo
 echo "\`tensorwire run --testbed 4\`: N agents spread over the 4 hosts of a namespace testbed"
-echo "(N/4 agents per host) on the same 1-iteration ring of N ranks; median of $REPS runs (range)."
+echo "(N/4 agents per host), on two profiles of N ranks and 1 iteration; median of $REPS runs (range)."
+echo "The ring is the MLP model's all-reduce (\`profile synth\`): a rank sends 2(N-1) messages"
+echo "per bucket, so its slice grows with N and the profile with N squared. The pipeline"
+echo "(written by the benchmark) has N stages, each sending a 1 MiB activation to the next"
+echo "and a 1 MiB gradient back: a stage's slice is the same whatever N, so what it shows"
+echo "is the controller's and the agents' own cost per agent."
 echo "The phases (run.json's \`setup_phases_ns\`, medians) are: prepare, cutting each rank's"
 echo "slice of the profile; join, launching the agents until all have dialled in; connect,"
 echo "sending each its set-up until every flow is connected; sync, the clock"
-echo "synchronisation; setup adds the 300 ms start lead. Each agent is sent its rank's slice"
-echo "of the profile: in a ring all-reduce a rank sends 2(N-1) messages per bucket, so a"
-echo "slice grows with N and the profile with N squared. \"whole profile to each\" is what"
+echo "synchronisation; setup adds the 300 ms start lead. \"whole profile to each\" is what"
 echo "sending every agent the whole profile would have taken."
 echo
-echo "| agents | setup | per agent | prepare | join | connect | sync | sent at set-up | per agent | whole profile to each |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| profile | agents | setup | per agent | prepare | join | connect | sync | sent at set-up | per agent | whole profile to each |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 "$tw" testbed down --name twctl > /dev/null 2>&1 || true
 trap '"$tw" testbed down --name twctl > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
 "$tw" testbed up --hosts 4 --name twctl > /dev/null
+# A pipeline of N stages: forward 1 ms, 1 MiB to the next stage; backward 2 ms,
+# 1 MiB back, each after what it receives.
+pipeline() {
+  /usr/bin/python3 - "$1" <<'PY'
+import sys
+n = int(sys.argv[1])
+print("version: 1\nmetadata: {source: manual, pattern: pipeline}\niterations: 1\nranks:")
+for i in range(n): print(f"  - {{id: {i}}}")
+print("flows:")
+for i in range(n - 1):
+    print(f"  - {{id: f{i}, src: {i}, dst: {i + 1}}}")
+    print(f"  - {{id: b{i + 1}, src: {i + 1}, dst: {i}}}")
+print("ops:")
+for i in range(n):
+    after = f", after: [recv:fs{i - 1}]" if i else ""
+    print(f"  - {{id: fwd{i}, type: compute, rank: {i}, duration: 1ms{after}}}")
+    if i < n - 1: print(f"  - {{id: fs{i}, type: send, flow: f{i}, bytes: 1MiB, after: [fwd{i}]}}")
+for i in range(n - 1, -1, -1):
+    after = f"fwd{i}" if i == n - 1 else f"recv:bs{i + 1}"
+    print(f"  - {{id: bwd{i}, type: compute, rank: {i}, duration: 2ms, after: [{after}]}}")
+    if i > 0: print(f"  - {{id: bs{i}, type: send, flow: b{i}, bytes: 1MiB, after: [bwd{i}]}}")
+PY
+}
+loads_256=()
+for shape in ring pipeline; do
 for n in 8 32 64 256; do
-  "$tw" profile synth --model mlp --ranks $n --iterations 1 -o "$work/s$n.yaml" 2> /dev/null
+  if [ $shape = ring ]; then
+    "$tw" profile synth --model mlp --ranks $n --iterations 1 -o "$work/s$n.yaml" 2> /dev/null
+  else
+    pipeline $n > "$work/s$n.yaml"
+  fi
   setup=() sent=() whole=() prepare=() join=() connect=() sync=() loads=()
   for ((k = 0; k < REPS; k++)); do
     loads+=("$(load1)")
@@ -90,21 +122,22 @@ PY
     setup+=("$s") sent+=("$b") whole+=("$w") prepare+=("$pp") join+=("$jj") connect+=("$cc") sync+=("$ss")
   done
   m=$(median "${setup[@]}")
-  printf '| %d | %s ms | %.1f ms | %s ms | %s ms | %s ms | %s ms | %s | %s | %s |\n' $n "$(spread "${setup[@]}")" "$(awk "BEGIN {print $m / $n}")" \
+  printf '| %s | %d | %s ms | %.1f ms | %s ms | %s ms | %s ms | %s ms | %s | %s | %s |\n' $shape $n "$(spread "${setup[@]}")" "$(awk "BEGIN {print $m / $n}")" \
     "$(median "${prepare[@]}")" "$(median "${join[@]}")" "$(median "${connect[@]}")" "$(median "${sync[@]}")" \
     "$(human_bytes "$(median "${sent[@]}")")" "$(human_bytes "$(awk "BEGIN {print $(median "${sent[@]}") / $n}")")" \
     "$(human_bytes "$(median "${whole[@]}")")"
-  last_loads=${loads[*]}
+  if [ $n = 256 ]; then loads_256+=("$shape: $(echo "${loads[*]}" | sed 's/ /, /g')"); fi
+done
 done
 "$tw" testbed down --name twctl > /dev/null 2>&1 || true
 echo
 echo "With 256 agents (64 per host, 128 a core) each run loads the machine itself, and"
 echo "the next run starts on the load average the one before left (its processes are"
 echo "gone; the average decays over minutes). 1-minute load average at the start of each"
-echo "256-agent run: ${last_loads// /, }."
+echo "256-agent run: $(printf '%s; ' "${loads_256[@]}" | sed 's/; $//')."
 echo
-echo "Per agent, set-up grows with N because a ring's slice does (\"sent at set-up\", per"
-echo "agent). Per byte of set-up it does not: divide setup by \"sent at set-up\" and the"
-echo "time per megabyte falls as N grows, as the fixed costs (launching, the start lead)"
-echo "spread over more bytes. What an agent does with its bytes, step by step, is in"
-echo "\"Set-up message of one agent\" below."
+echo "Per agent, the ring's set-up grows with N because its slice does (\"sent at set-up\","
+echo "per agent); per byte of set-up it does not. The pipeline's slice stays the same"
+echo "size (but for one short line per rank id), and so does its set-up per agent: the"
+echo "controller and the agents add no cost of their own that grows with N. What an agent"
+echo "does with its bytes, step by step, is in \"Set-up message of one agent\" below."

@@ -1,6 +1,7 @@
 #include "tensorwire/core/profile_slice.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace tw {
@@ -23,6 +24,10 @@ ProfileSlice slice_profile(const Profile& whole, RankId rank) {
   return slice_profile(whole, rank, rank < members.size() ? std::move(members[rank]) : std::vector<OpIndex>{});
 }
 
+namespace {
+constexpr FlowIndex kNotInSlice = std::numeric_limits<FlowIndex>::max();
+}  // namespace
+
 ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpIndex> members) {
   if (rank >= whole.ranks.size()) {
     throw std::out_of_range("rank " + std::to_string(rank) + " is not in the profile (" + std::to_string(whole.ranks.size()) +
@@ -35,14 +40,23 @@ ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpInde
   p.iterations = whole.iterations;
   p.iteration_barrier = whole.iteration_barrier;
   p.ranks = whole.ranks;
-  p.flows = whole.flows;
   p.tensors = whole.tensors;
+  // The flows the rank sends or receives on; the others are its peers' business.
+  std::vector<FlowIndex> local_flow(whole.flows.size(), kNotInSlice);
+  for (std::size_t f = 0; f < whole.flows.size(); ++f) {
+    const Flow& flow = whole.flows[f];
+    if (flow.src != rank && flow.dst != rank) continue;
+    local_flow[f] = static_cast<FlowIndex>(p.flows.size());
+    s.flows.push_back(static_cast<FlowIndex>(f));
+    p.flows.push_back(flow);
+  }
   s.global = std::move(members);
   p.ops.reserve(s.global.size());
   for (const OpIndex g : s.global) {
     const Op& op = whole.ops[g];
     if (op.rank == rank) {
       p.ops.push_back(op);
+      if (op.type == OpType::send) p.ops.back().flow = local_flow[op.flow];
       continue;
     }
     // Another rank's message to this one: what its receipt needs.
@@ -50,7 +64,7 @@ ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpInde
     m.id = op.id;
     m.type = op.type;
     m.rank = op.rank;
-    m.flow = op.flow;
+    m.flow = local_flow[op.flow];
     m.bytes = op.bytes;
     m.tensor = op.tensor;
     m.priority = op.priority;
@@ -58,7 +72,7 @@ ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpInde
   }
   // An own op depends on own ops and on messages to this rank only (the
   // loader's rule), all of them in the slice.
-  const OpIndexMap map(s.global);
+  const IndexMap map(s.global);
   for (Op& op : p.ops) {
     for (Dependency& d : op.after) {
       const auto local = map.to_local(d.op);
@@ -110,11 +124,11 @@ std::optional<std::vector<OpIndex>> indices_from_runs(const IndexRuns& runs, std
   return out;
 }
 
-std::optional<OpIndex> OpIndexMap::to_local(OpIndex global) const {
+std::optional<std::uint32_t> IndexMap::to_local(std::uint32_t global) const {
   if (global_.empty()) return global;
   const auto it = std::lower_bound(global_.begin(), global_.end(), global);
   if (it == global_.end() || *it != global) return std::nullopt;
-  return static_cast<OpIndex>(it - global_.begin());
+  return static_cast<std::uint32_t>(it - global_.begin());
 }
 
 }  // namespace tw

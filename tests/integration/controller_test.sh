@@ -232,7 +232,7 @@ token_file_run() {  # PORT CONTROLLER_PID
   $PY feed.py $p "$tok" /agent || return 1
   # An agent of another release is told why it is turned away, and counts for nothing.
   $PY feed.py $p "$tok" /agent '{"type": "hello", "version": 2, "data_host": "127.0.0.1", "data_port": 9}' > old.json || return 1
-  $PY -c 'import json,sys; m=json.load(open("old.json")); assert m["type"]=="stop" and "control protocol version 2, this controller 3" in m["reason"], m' || return 1
+  $PY -c 'import json,sys; m=json.load(open("old.json")); assert m["type"]=="stop" and "control protocol version 2, this controller 4" in m["reason"], m' || return 1
   sleep 0.3
   TW_TOKEN=$(cat rtf/token) "$TW" agent --controller 127.0.0.1:$p --quiet &
   local a1=$!

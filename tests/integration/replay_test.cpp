@@ -365,7 +365,7 @@ TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
     void closed(OutgoingFlow&) override {}
   } events;
   Recorder recorder(dir.path() + "/records.twr");
-  OpIndexMap ops;
+  IndexMap ops;
   CopyCursor cursor;
   std::vector<std::byte> payload(OutgoingFlow::kMaxWrite + kCopySlack);
   std::vector<std::unique_ptr<OutgoingFlow>> flows;

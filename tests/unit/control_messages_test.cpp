@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tensorwire/core/profile_io.hpp"
+
 namespace tw {
 namespace {
 
@@ -48,6 +50,8 @@ TEST(ControlMessages, ControllerMessagesRoundTrip) {
   s.profile = "ranks: 2\n";
   s.ops = {{0, 3}, {7, 2}};
   s.profile_ops = 10;
+  s.flows = {{1, 2}};
+  s.profile_flows = 4;
   s.profile_digest = 0xfedcba9876543210ULL;  // beyond int64: an unsigned JSON number
   s.roster = {{0, "127.0.0.1", 1000}, {1, "127.0.0.1", 1001}};
   s.settings.iterations = 5;
@@ -55,7 +59,7 @@ TEST(ControlMessages, ControllerMessagesRoundTrip) {
   s.settings.open_loop_offsets = {0, 10};
   s.settings.open_loop_period = 100;
   s.slowdown = 1.5;
-  s.delay_from = {0, 500};
+  s.delay_from = {{0, 500}, {3, 7}};
   s.data_token = "data-plane-token";
   EXPECT_EQ(controller_round_trip(s), s);
   EXPECT_EQ(controller_round_trip(control::Ping{9}), control::Ping{9});
@@ -114,7 +118,7 @@ TEST(ControlMessages, MalformedMessagesGiveOneLineReasons) {
   EXPECT_EQ(agent_error(R"({"type":"progress","iterations":[],"flows":[[-1,2]]})"),
             "a \"progress\" with \"flows\" that are not [[flow, bytes], ...]");
   const auto setup = decode_controller_message(
-      R"({"type":"setup","run":"r","rank":0,"profile":"","ops":[],"profile_ops":0,"profile_digest":0,"roster":[],"settings":{}})");
+      R"({"type":"setup","run":"r","rank":0,"profile":"","ops":[],"profile_ops":0,"flows":[],"profile_flows":0,"profile_digest":0,"roster":[],"settings":{}})");
   EXPECT_FALSE(setup);
   EXPECT_EQ(setup.error, "a \"setup\" with bad settings: missing \"iterations\"");
   control::Setup sound;
@@ -127,6 +131,15 @@ TEST(ControlMessages, MalformedMessagesGiveOneLineReasons) {
     nlohmann::json bad_ops = nlohmann::json::parse(encode(ControllerMessage{sound}));
     bad_ops["ops"] = nlohmann::json::parse(runs);
     EXPECT_EQ(decode_controller_message(bad_ops.dump()).error, "a \"setup\" with \"ops\" that are not [[first, count], ...]") << runs;
+    nlohmann::json bad_flows = nlohmann::json::parse(encode(ControllerMessage{sound}));
+    bad_flows["flows"] = nlohmann::json::parse(runs);
+    EXPECT_EQ(decode_controller_message(bad_flows.dump()).error, "a \"setup\" with \"flows\" that are not [[first, count], ...]") << runs;
+  }
+  for (const char* delays : {R"([0, 500])", R"([[1,2,3]])", R"([[-1,5]])", R"([[4294967296,5]])"}) {
+    nlohmann::json bad = nlohmann::json::parse(encode(ControllerMessage{sound}));
+    bad["delay_from_ns"] = nlohmann::json::parse(delays);
+    EXPECT_EQ(decode_controller_message(bad.dump()).error,
+              "a \"setup\" with \"delay_from_ns\" that are not [[source rank, ns], ...]") << delays;
   }
   long_token.erase("data_token");  // a version-1 controller's
   EXPECT_EQ(decode_controller_message(long_token.dump()).error, "a \"setup\" whose \"data_token\" is missing");
@@ -137,6 +150,36 @@ TEST(ControlMessages, MalformedMessagesGiveOneLineReasons) {
     EXPECT_FALSE(d.error.empty()) << text;
     EXPECT_EQ(d.error.find('\n'), std::string::npos) << text;
   }
+}
+
+// A setup lists the rank and its flows' peers only; the agent files them by rank
+// and refuses a roster that leaves one of its flows without an address.
+TEST(Roster, ASetupsEntriesAreFiledByRankAndCoverEveryFlow) {
+  ProfileLoad l = load_profile_text(
+      "version: 1\niterations: 1\nranks: [{id: 0}, {id: 1}, {id: 2}, {id: 3}]\n"
+      "flows: [{id: a, src: 1, dst: 2}, {id: b, src: 3, dst: 1}]\nops:\n  - {id: s, type: send, flow: a, bytes: 1}\n",
+      "slice.yaml");
+  ASSERT_TRUE(l.ok());
+  const Profile& p = *l.profile;
+  const Roster r = roster_by_rank({{3, "10.0.0.4", 4}, {1, "10.0.0.2", 2}, {2, "10.0.0.3", 3}}, p, 1, "tok");
+  ASSERT_EQ(r.ranks.size(), 4u);
+  EXPECT_EQ(r.token, "tok");
+  for (std::uint32_t i = 0; i < 4; ++i) EXPECT_EQ(r.ranks[i].rank, i);
+  EXPECT_EQ(r.ranks[0].host, "");
+  EXPECT_EQ(r.ranks[2].host, "10.0.0.3");
+  EXPECT_EQ(r.ranks[3].port, 4);
+  const auto error = [&](const std::vector<RosterEntry>& entries) -> std::string {
+    try {
+      roster_by_rank(entries, p, 1, "");
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error({{1, "h", 2}, {2, "h", 3}}), "the roster has no address for rank 3");
+  EXPECT_EQ(error({{3, "h", 4}, {2, "h", 3}}), "the roster has no address for rank 1");
+  EXPECT_EQ(error({{1, "h", 2}, {2, "h", 3}, {3, "h", 4}, {2, "h", 3}}), "the roster lists rank 2 twice");
+  EXPECT_EQ(error({{1, "h", 2}, {2, "h", 3}, {3, "h", 4}, {4, "h", 5}}), "the roster lists rank 4, beyond the profile's 4 ranks");
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ Profile bundled(const char* name) {
 // planned start): each action completes 1 us after it was handed out, and when
 // none is outstanding the earliest message not yet delivered arrives, or the
 // clock moves to the next wake.
-std::vector<std::tuple<OpIndex, std::uint32_t, Nanos>> drive(const Profile& p, const OpIndexMap& map, RankId r) {
+std::vector<std::tuple<OpIndex, std::uint32_t, Nanos>> drive(const Profile& p, const IndexMap& map, RankId r) {
   ExecutorOptions o;
   o.iterations = 2;
   Executor ex(p, r, o);
@@ -88,6 +88,10 @@ TEST(ProfileSlice, ARanksSliceLoadsAloneAndRunsAsTheWhole) {
         EXPECT_EQ(a.type, b.type);
         EXPECT_EQ(a.rank, b.rank);
         EXPECT_EQ(a.bytes, b.bytes);
+        if (a.type == OpType::send) {
+          ASSERT_LT(a.flow, s.flows.size());
+          EXPECT_EQ(s.flows[a.flow], b.flow);
+        }
         if (i > 0) {
           EXPECT_LT(s.global[i - 1], s.global[i]);
         }
@@ -108,8 +112,8 @@ TEST(ProfileSlice, ARanksSliceLoadsAloneAndRunsAsTheWhole) {
       ASSERT_TRUE(again) << why;
       EXPECT_EQ(*again, s.global);
       // The rank's executor does the same with either.
-      const OpIndexMap map(s.global);
-      EXPECT_EQ(drive(*back.profile, map, r), drive(whole, OpIndexMap(), r));
+      const IndexMap map(s.global);
+      EXPECT_EQ(drive(*back.profile, map, r), drive(whole, IndexMap(), r));
       for (std::size_t i = 0; i < s.global.size(); ++i) {
         const std::optional<OpIndex> local = map.to_local(s.global[i]);
         EXPECT_EQ(local, std::optional<OpIndex>(static_cast<OpIndex>(i)));
@@ -120,6 +124,59 @@ TEST(ProfileSlice, ARanksSliceLoadsAloneAndRunsAsTheWhole) {
     for (const Op& op : whole.ops) messages += op.type == OpType::send ? 1 : 0;
     EXPECT_EQ(sliced_ops, whole.ops.size() + messages);
   }
+}
+
+// A slice holds the flows its rank sends or receives on, no other, in the whole's
+// order: what an agent is sent does not grow with ranks it never talks to.
+TEST(ProfileSlice, ASliceHoldsOnlyItsRanksFlows) {
+  for (const char* name : {"resnet50-ring-4.yaml", "resnet50-ps-4w2s.yaml"}) {
+    SCOPED_TRACE(name);
+    const Profile whole = bundled(name);
+    for (RankId r = 0; r < whole.ranks.size(); ++r) {
+      const ProfileSlice s = slice_profile(whole, r);
+      std::vector<FlowIndex> expected;
+      for (FlowIndex f = 0; f < whole.flows.size(); ++f) {
+        if (whole.flows[f].src == r || whole.flows[f].dst == r) expected.push_back(f);
+      }
+      EXPECT_EQ(s.flows, expected) << "rank " << r;
+      ASSERT_EQ(s.profile.flows.size(), expected.size());
+      for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(s.profile.flows[i].id, whole.flows[expected[i]].id);
+      EXPECT_EQ(s.profile.ranks.size(), whole.ranks.size());
+    }
+  }
+}
+
+// A rank of a pipeline (a send to the next stage, one back) gets a slice of the
+// same size whatever the number of stages, but for the ranks' ids.
+TEST(ProfileSlice, APipelineStagesSliceDoesNotGrowWithTheStages) {
+  const auto pipeline = [](std::size_t n) {
+    std::string y = "version: 1\niterations: 1\nranks:\n";
+    for (std::size_t i = 0; i < n; ++i) y += "  - {id: " + std::to_string(i) + "}\n";
+    y += "flows:\n";
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+      y += "  - {id: f" + std::to_string(i) + ", src: " + std::to_string(i) + ", dst: " + std::to_string(i + 1) + "}\n";
+    }
+    y += "ops:\n";
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+      const std::string after = i == 0 ? "" : ", after: [recv:s" + std::to_string(i - 1) + "]";
+      y += "  - {id: s" + std::to_string(i) + ", type: send, flow: f" + std::to_string(i) + ", bytes: 1MiB" + after + "}\n";
+    }
+    ProfileLoad l = load_profile_text(y, "pipeline.yaml");
+    EXPECT_TRUE(l.ok()) << (l.diagnostics.empty() ? "" : l.diagnostics.front().str());
+    return std::move(*l.profile);
+  };
+  std::vector<std::size_t> sizes;
+  for (const std::size_t n : {8, 64, 512}) {
+    const Profile whole = pipeline(n);
+    const ProfileSlice s = slice_profile(whole, 5);
+    EXPECT_EQ(s.profile.flows.size(), 2u) << n;
+    EXPECT_EQ(s.profile.ops.size(), 2u) << n;
+    Profile without_ranks = s.profile;
+    without_ranks.ranks.resize(6);
+    sizes.push_back(write_profile_yaml(without_ranks).size());
+  }
+  EXPECT_EQ(sizes[0], sizes[1]);
+  EXPECT_EQ(sizes[1], sizes[2]);
 }
 
 // The controller slices every rank from one pass over the profile: each rank
@@ -141,7 +198,7 @@ TEST(ProfileSlice, OnePassGivesEveryRanksMembers) {
 TEST(ProfileSlice, OpsOutsideTheSliceAreNotInIt) {
   const Profile whole = bundled("resnet50-ring-4.yaml");
   const ProfileSlice s = slice_profile(whole, 0);
-  const OpIndexMap map(s.global);
+  const IndexMap map(s.global);
   for (OpIndex g = 0; g < whole.ops.size(); ++g) {
     const Op& op = whole.ops[g];
     const bool in = op.rank == 0 || (op.type == OpType::send && whole.flows[op.flow].dst == 0);

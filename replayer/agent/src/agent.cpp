@@ -95,8 +95,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         compute_timer_(ctx_, c.spin),
         watchdog_(ctx_),
         signals_(ctx_, SIGINT, SIGTERM),
-        recorder_(run_dir::records_file(c.out_dir, c.rank), threads_, &c.ops, most_records(p, c.rank, iterations_)),
-        connector_(p, c.roster, c.rank, digest_, [this](const std::string& m) { log(m); }) {
+        recorder_(run_dir::records_file(c.out_dir, c.rank), threads_, &c.ops, &c.flows, most_records(p, c.rank, iterations_)),
+        connector_(p, c.flows, c.roster, c.rank, digest_, [this](const std::string& m) { log(m); }) {
     recv_seen_.assign(p_.ops.size(), 0);
     slot_of_flow_.assign(p_.flows.size(), -1);
     for (std::size_t t = 1; t < threads_; ++t) workers_.push_back(std::make_unique<Worker>(*this, t));
@@ -616,7 +616,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     iteration_times_.push_back({real(it.start), real(it.end)});
     if (c_.link) {
       link_bytes_.clear();
-      for (const auto& o : out_) link_bytes_.emplace_back(o->flow(), o->bytes());
+      for (const auto& o : out_) link_bytes_.emplace_back(c_.flows.to_global(o->flow()), o->bytes());
       c_.link->iteration(it.iteration, real(it.start), real(it.end), link_bytes_);
     }
     if (!c_.quiet && (it.iteration + 1) % progress_every_ == 0) {
@@ -808,6 +808,10 @@ void run_agent(const Profile& profile, AgentConfig& config) {
   if (!config.ops.identity() && config.ops.global().size() != profile.ops.size()) {
     throw std::runtime_error("the profile slice has " + std::to_string(profile.ops.size()) + " ops, its index map " +
                              std::to_string(config.ops.global().size()));
+  }
+  if (!config.flows.identity() && config.flows.global().size() != profile.flows.size()) {
+    throw std::runtime_error("the profile slice has " + std::to_string(profile.flows.size()) + " flows, its index map " +
+                             std::to_string(config.flows.global().size()));
   }
   check_descriptors(profile, config.rank, config.io_threads);
   UniqueFd listen_fd = std::move(config.listen_fd);

@@ -320,9 +320,6 @@ class ControlLink final : public AgentLink {
     if (agent_running_) throw std::runtime_error("the controller sent a second setup");
     rank_ = m.rank;
     run_id_ = m.run;
-    Roster roster;
-    roster.token = m.data_token;
-    roster.ranks = m.roster;
     if (o_.out_dir.empty()) {
       // Named with the pid, so that the next agent removes it if this one is
       // killed before it can (SIGKILL, a lost host).
@@ -337,12 +334,10 @@ class ControlLink final : public AgentLink {
     config_.rank = rank_;
     config_.profile_path = "run " + run_id_;
     config_.profile_digest = m.profile_digest;
-    config_.roster = std::move(roster);
     config_.out_dir = out_dir_;
     config_.executor = executor_options_for(m.settings, m.slowdown);
     config_.spin = m.settings.spin;
     config_.delay = m.settings.delay;
-    config_.delay_from = m.delay_from;
     config_.connect_timeout = m.settings.connect_timeout;
     config_.idle_timeout = m.settings.idle_timeout;
     // The listening socket's hand-over to the agent, which owns it from here.
@@ -356,10 +351,10 @@ class ControlLink final : public AgentLink {
     config_.quiet = o_.quiet;
     config_.link = this;
     agent_running_ = true;
-    agent_thread_ = std::thread([this, text = m.profile, runs = m.ops, whole = m.profile_ops] {
+    agent_thread_ = std::thread([this, m] {
       std::string error;
       try {
-        load_slice(text, runs, whole);
+        load_slice(m);
         std::optional<std::string> stopped;
         {
           std::lock_guard lock(mutex_);
@@ -375,18 +370,32 @@ class ControlLink final : public AgentLink {
     flush_progress();
   }
 
-  // On the agent's thread, before the agent: profile_ and config_.ops.
-  void load_slice(const std::string& text, const IndexRuns& runs, std::uint64_t whole) {
-    ProfileLoad load = load_profile_text(text, "profile of run " + run_id_);
+  // On the agent's thread, before the agent: profile_, config_.ops and .flows,
+  // and the roster and delays, by rank, of the ranks the slice's flows reach.
+  void load_slice(const control::Setup& m) {
+    ProfileLoad load = load_profile_text(m.profile, "profile of run " + run_id_);
     if (!load.ok()) {
       throw std::runtime_error("the controller's profile does not load: " +
                                (load.diagnostics.empty() ? std::string("?") : load.diagnostics.front().str()));
     }
     profile_ = std::move(*load.profile);
     std::string why;
-    auto global = indices_from_runs(runs, profile_.ops.size(), whole, why);
-    if (!global) throw std::runtime_error("the controller's profile slice does not fit its op indices: " + why);
-    config_.ops = OpIndexMap(std::move(*global));
+    auto ops = indices_from_runs(m.ops, profile_.ops.size(), m.profile_ops, why);
+    if (!ops) throw std::runtime_error("the controller's profile slice does not fit its op indices: " + why);
+    config_.ops = IndexMap(std::move(*ops));
+    auto flows = indices_from_runs(m.flows, profile_.flows.size(), m.profile_flows, why);
+    if (!flows) throw std::runtime_error("the controller's profile slice does not fit its flow indices: " + why);
+    config_.flows = IndexMap(std::move(*flows));
+    const std::size_t ranks = profile_.ranks.size();
+    config_.roster = roster_by_rank(m.roster, profile_, rank_, m.data_token);
+    config_.delay_from.clear();
+    for (const auto& [src, ns] : m.delay_from) {
+      if (src >= ranks || ns < 0) {
+        throw std::runtime_error("the controller's delay from rank " + std::to_string(src) + " is out of range");
+      }
+      if (config_.delay_from.size() <= src) config_.delay_from.resize(src + 1, 0);
+      config_.delay_from[src] = ns;
+    }
   }
 
   void flush_progress() {

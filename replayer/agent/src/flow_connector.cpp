@@ -52,8 +52,9 @@ std::string flow_text(const Profile& p, FlowIndex f) {
   return "flow " + fl.id + " (rank " + std::to_string(fl.src) + " -> rank " + std::to_string(fl.dst) + ")";
 }
 
-FlowConnector::FlowConnector(const Profile& profile, const Roster& roster, RankId rank, std::uint64_t digest, Log log)
-    : p_(profile), roster_(roster), rank_(rank), digest_(digest), log_(std::move(log)) {}
+FlowConnector::FlowConnector(const Profile& profile, const IndexMap& flows, const Roster& roster, RankId rank, std::uint64_t digest,
+                             Log log)
+    : p_(profile), flows_(flows), roster_(roster), rank_(rank), digest_(digest), log_(std::move(log)) {}
 
 std::string FlowConnector::flow_text(FlowIndex f) const { return tw::flow_text(p_, f); }
 
@@ -62,7 +63,7 @@ asio::awaitable<tcp::socket> FlowConnector::dial(FlowIndex flow, std::chrono::st
   const auto& e = roster_.ranks.at(dst);
   const std::string where = e.host + ":" + std::to_string(e.port);
   const std::string who = "rank " + std::to_string(rank_) + ": " + flow_text(flow) + ": ";
-  const std::string hello = frame::encode_hello({flow, rank_, digest_, roster_.token});
+  const std::string hello = frame::encode_hello({flows_.to_global(flow), rank_, digest_, roster_.token});
   std::string last_error = "no attempt";
   auto ex = co_await asio::this_coro::executor;
   auto attempt = [&]() -> asio::awaitable<std::optional<tcp::socket>> {
@@ -130,14 +131,16 @@ asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& soc
     if (ec) co_return std::nullopt;
   }
   const frame::Hello& h = prefix->hello;
+  // The hello names the whole profile's flow; this rank's profile may be a slice.
+  const std::optional<FlowIndex> flow = flows_.to_local(h.flow);
   frame::AcceptStatus status = frame::AcceptStatus::ok;
   if (!same_token(token, roster_.token)) {
     status = frame::AcceptStatus::bad_token;
-  } else if (h.flow >= p_.flows.size() || p_.flows[h.flow].dst != rank_ || p_.flows[h.flow].src != h.src) {
+  } else if (!flow || *flow >= p_.flows.size() || p_.flows[*flow].dst != rank_ || p_.flows[*flow].src != h.src) {
     status = frame::AcceptStatus::bad_flow;
   } else if (h.profile_digest != digest_) {
     status = frame::AcceptStatus::bad_profile;
-  } else if (taken(h.flow)) {
+  } else if (taken(*flow)) {
     status = frame::AcceptStatus::duplicate;
   }
   const auto reply = frame::encode_accept(status);
@@ -148,7 +151,7 @@ asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& soc
   }
   if (ec) co_return std::nullopt;
   sock.set_option(tcp::no_delay(true), ec);
-  co_return h.flow;
+  co_return flow;
 }
 
 }  // namespace tw

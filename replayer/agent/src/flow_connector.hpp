@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tensorwire/core/profile.hpp"
+#include "tensorwire/core/profile_slice.hpp"
 #include "tensorwire/protocol/roster.hpp"
 
 namespace tw {
@@ -21,9 +22,10 @@ class FlowConnector {
  public:
   using Log = std::function<void(const std::string&)>;
 
-  // `profile` and `roster` must outlive the connector; `log` gets the refusals
-  // of connections dialled in.
-  FlowConnector(const Profile& profile, const Roster& roster, RankId rank, std::uint64_t digest, Log log);
+  // `profile`, `flows` and `roster` must outlive the connector; `flows` maps the
+  // profile's flows to the whole profile's, whose indices the hellos carry (the
+  // profile may be a slice). `log` gets the refusals of connections dialled in.
+  FlowConnector(const Profile& profile, const IndexMap& flows, const Roster& roster, RankId rank, std::uint64_t digest, Log log);
 
   // Dials the receiving rank of `flow` until it accepts or `deadline` passes,
   // retrying with backoff. Throws std::runtime_error naming the flow and the peer
@@ -42,6 +44,7 @@ class FlowConnector {
   std::string flow_text(FlowIndex f) const;
 
   const Profile& p_;
+  const IndexMap& flows_;
   const Roster& roster_;
   RankId rank_;
   std::uint64_t digest_;

@@ -56,7 +56,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     std::uint64_t iterations = 0;
     Nanos realtime_offset = 0;  // CLOCK_REALTIME minus CLOCK_MONOTONIC
     // The op indices on the wire: the whole profile's when the profile is a slice.
-    const OpIndexMap* ops = nullptr;
+    const IndexMap* ops = nullptr;
   };
 
   // `seen[op]`: how many iterations of each op arrived, shared by the rank's

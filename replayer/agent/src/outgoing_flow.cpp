@@ -21,7 +21,7 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
-OutgoingFlow::OutgoingFlow(asio::io_context& ctx, const Profile& p, const OpIndexMap& ops, FlowIndex flow, RankId rank,
+OutgoingFlow::OutgoingFlow(asio::io_context& ctx, const Profile& p, const IndexMap& ops, FlowIndex flow, RankId rank,
                            std::span<const std::byte> payload, CopyCursor& cursor, Recorder::Producer& recorder, Events& events,
                            Nanos realtime_offset, bool prioritised)
     : p_(p),

@@ -55,7 +55,7 @@ class OutgoingFlow {
   // prioritised: the flow's sends have priorities (see send()).
   // `ops`: the profile's op indices on the wire (those of the whole profile
   // when `p` is a slice).
-  OutgoingFlow(boost::asio::io_context& ctx, const Profile& p, const OpIndexMap& ops, FlowIndex flow, RankId rank,
+  OutgoingFlow(boost::asio::io_context& ctx, const Profile& p, const IndexMap& ops, FlowIndex flow, RankId rank,
                std::span<const std::byte> payload, CopyCursor& cursor, Recorder::Producer& recorder, Events& events,
                Nanos realtime_offset, bool prioritised = false);
 
@@ -125,7 +125,7 @@ class OutgoingFlow {
   void drain_stamps();
 
   const Profile& p_;
-  const OpIndexMap& ops_;
+  const IndexMap& ops_;
   FlowIndex flow_;
   RankId rank_;
   std::span<const std::byte> payload_;

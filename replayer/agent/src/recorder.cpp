@@ -9,8 +9,9 @@
 
 namespace tw {
 
-Recorder::Recorder(const std::string& path, std::size_t producers, const OpIndexMap* ops, std::uint64_t most)
+Recorder::Recorder(const std::string& path, std::size_t producers, const IndexMap* ops, const IndexMap* flows, std::uint64_t most)
     : queue_(per_producer(producers, most), std::max<std::size_t>(producers, 1), 0), ops_(ops != nullptr && !ops->identity() ? ops : nullptr),
+      flows_(flows != nullptr && !flows->identity() ? flows : nullptr),
       idle_sleep_(idle_sleep(producers, most)),
       file_(path) {
   for (std::size_t i = 0; i < std::max<std::size_t>(producers, 1); ++i) producers_.push_back(std::make_unique<Producer>(queue_));
@@ -60,8 +61,10 @@ void Recorder::run() {
     bool found = false;
     while ((n = queue_.try_dequeue_bulk(batch.data(), batch.size())) > 0) {
       found = true;
-      if (ops_ != nullptr) {
-        for (std::size_t i = 0; i < n; ++i) batch[i].map_op([this](std::uint32_t op) { return ops_->to_global(op); });
+      if (ops_ != nullptr || flows_ != nullptr) {
+        const auto op = [this](std::uint32_t i) { return ops_ != nullptr ? ops_->to_global(i) : i; };
+        const auto flow = [this](std::uint32_t i) { return flows_ != nullptr ? flows_->to_global(i) : i; };
+        for (std::size_t i = 0; i < n; ++i) batch[i].map_indices(op, flow);
       }
       file_.write(batch.data(), n);
     }

@@ -43,11 +43,12 @@ class Recorder {
 
   // Creates `path` (throws std::runtime_error if it cannot) and starts the writer
   // thread; write errors are reported by stop(). `producers`: the threads that
-  // push. `ops` (outliving the recorder), when given: records hold the ops of a
-  // profile slice, written as the whole profile's. `most`: the records the run
-  // can push at most (most_records()), which caps the queue.
-  explicit Recorder(const std::string& path, std::size_t producers = 1, const OpIndexMap* ops = nullptr,
-                    std::uint64_t most = kCapacity);
+  // push. `ops` and `flows` (outliving the recorder), when given: records hold
+  // the ops and flows of a profile slice, written as the whole profile's.
+  // `most`: the records the run can push at most (most_records()), which caps
+  // the queue.
+  explicit Recorder(const std::string& path, std::size_t producers = 1, const IndexMap* ops = nullptr,
+                    const IndexMap* flows = nullptr, std::uint64_t most = kCapacity);
   ~Recorder() { stop(); }
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
@@ -91,7 +92,8 @@ class Recorder {
 
   moodycamel::ConcurrentQueue<Record> queue_;
   std::vector<std::unique_ptr<Producer>> producers_;
-  const OpIndexMap* ops_;
+  const IndexMap* ops_;
+  const IndexMap* flows_;
   std::chrono::milliseconds idle_sleep_;
   RecordFile file_;
   std::atomic<bool> stopping_{false};

@@ -502,6 +502,16 @@ class RunLifecycle final : public Session::Handler {
       PreparedSlice prepared;
       prepared.yaml = write_profile_yaml(slice.profile);
       prepared.ops = index_runs(slice.global);
+      prepared.flows = index_runs(slice.flows);
+      prepared.peers.push_back(static_cast<RankId>(r));
+      for (const Flow& f : slice.profile.flows) {
+        prepared.peers.push_back(f.src == r ? f.dst : f.src);
+        if (f.dst == r) prepared.sources.push_back(f.src);
+      }
+      for (auto* v : {&prepared.peers, &prepared.sources}) {
+        std::sort(v->begin(), v->end());
+        v->erase(std::unique(v->begin(), v->end()), v->end());
+      }
       if (!o_.settings.open_loop_offsets.empty()) {
         prepared.open_loop_offsets.reserve(slice.global.size());
         for (const OpIndex g : slice.global) prepared.open_loop_offsets.push_back(o_.settings.open_loop_offsets.at(g));
@@ -530,11 +540,8 @@ class RunLifecycle final : public Session::Handler {
     }
     assigned_ = true;
     const std::vector<Session*> by_rank = ranked();
-    std::vector<RosterEntry> roster;
-    for (std::size_t r = 0; r < by_rank.size(); ++r) {
-      roster.push_back({static_cast<std::uint32_t>(r), by_rank[r]->state.data_host, by_rank[r]->state.data_port});
-    }
-    // Each agent gets its rank's slice, prepared before the launch.
+    // Each agent gets its rank's slice, prepared before the launch, and where
+    // its peers listen.
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
       if (failure_) throw RunFailed{};
       PreparedSlice& slice = slices_[r];
@@ -544,16 +551,17 @@ class RunLifecycle final : public Session::Handler {
       setup.profile = std::move(slice.yaml);
       setup.ops = std::move(slice.ops);
       setup.profile_ops = p_.ops.size();
+      setup.flows = std::move(slice.flows);
+      setup.profile_flows = p_.flows.size();
       setup.profile_digest = profile_digest_;
-      setup.roster = roster;
+      for (const RankId peer : slice.peers) setup.roster.push_back({peer, by_rank[peer]->state.data_host, by_rank[peer]->state.data_port});
       setup.settings = o_.settings;
       setup.settings.open_loop_offsets = std::move(slice.open_loop_offsets);
       setup.slowdown = r < o_.slowdown.size() ? o_.slowdown[r] : 1.0;
       setup.data_token = data_token_;
-      setup.delay_from.assign(by_rank.size(), 0);
       if (o_.pair_delay) {
-        for (std::size_t src = 0; src < by_rank.size(); ++src) {
-          setup.delay_from[src] = o_.pair_delay(static_cast<RankId>(src), static_cast<RankId>(r));
+        for (const RankId src : slice.sources) {
+          if (const Nanos d = o_.pair_delay(src, static_cast<RankId>(r)); d != 0) setup.delay_from.emplace_back(src, d);
         }
       }
       std::string message = encode(ControllerMessage{setup});
@@ -738,6 +746,9 @@ class RunLifecycle final : public Session::Handler {
   struct PreparedSlice {
     std::string yaml;
     IndexRuns ops;
+    IndexRuns flows;
+    std::vector<RankId> peers;    // the ranks the rank's flows reach, and itself, increasing
+    std::vector<RankId> sources;  // the ranks that send to it, increasing
     std::vector<Nanos> open_loop_offsets;
   };
   std::vector<PreparedSlice> slices_;  // per rank, until its setup is sent

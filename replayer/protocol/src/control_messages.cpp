@@ -148,35 +148,53 @@ void read(const Fields& f, FileBegin& m) {
 void write(json&, const Uploaded&) {}
 void read(const Fields&, Uploaded&) {}
 
+json runs_json(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& runs) {
+  json out = json::array();
+  for (const auto& [first, count] : runs) out.push_back({first, count});
+  return out;
+}
+// A list of pairs, e.g. [[first, count], ...].
+template <typename A, typename B>
+std::vector<std::pair<A, B>> read_pairs(const Fields& f, const char* key, const char* what) {
+  const std::string bad = std::string("\"") + key + "\" that are not [[" + what + "], ...]";
+  const json& list = f.at(key);
+  if (!list.is_array()) f.bad(bad);
+  std::vector<std::pair<A, B>> out;
+  out.reserve(list.size());
+  for (const auto& e : list) {
+    if (!e.is_array() || e.size() != 2) f.bad(bad);
+    out.emplace_back(f.element<A>(e[0], bad), f.element<B>(e[1], bad));
+  }
+  return out;
+}
+
 void write(json& j, const Setup& m) {
   json roster = json::array();
   for (const auto& e : m.roster) roster.push_back({{"rank", e.rank}, {"host", e.host}, {"port", e.port}});
   j["run"] = m.run;
   j["rank"] = m.rank;
   j["profile"] = m.profile;
-  json runs = json::array();
-  for (const auto& [first, count] : m.ops) runs.push_back({first, count});
-  j["ops"] = std::move(runs);
+  j["ops"] = runs_json(m.ops);
   j["profile_ops"] = m.profile_ops;
+  j["flows"] = runs_json(m.flows);
+  j["profile_flows"] = m.profile_flows;
   j["profile_digest"] = m.profile_digest;
   j["roster"] = std::move(roster);
   j["settings"] = to_json(m.settings);
   j["slowdown"] = m.slowdown;
-  j["delay_from_ns"] = m.delay_from;
+  json delays = json::array();
+  for (const auto& [src, ns] : m.delay_from) delays.push_back({src, ns});
+  j["delay_from_ns"] = std::move(delays);
   j["data_token"] = m.data_token;
 }
 void read(const Fields& f, Setup& m) {
   m.run = f.get<std::string>("run");
   m.rank = f.get<RankId>("rank");
   m.profile = f.get<std::string>("profile");
-  const std::string os = "\"ops\" that are not [[first, count], ...]";
-  const json& runs = f.at("ops");
-  if (!runs.is_array()) f.bad(os);
-  for (const auto& r : runs) {
-    if (!r.is_array() || r.size() != 2) f.bad(os);
-    m.ops.emplace_back(f.element<std::uint64_t>(r[0], os), f.element<std::uint64_t>(r[1], os));
-  }
+  m.ops = read_pairs<std::uint64_t, std::uint64_t>(f, "ops", "first, count");
   m.profile_ops = f.get<std::uint64_t>("profile_ops");
+  m.flows = read_pairs<std::uint64_t, std::uint64_t>(f, "flows", "first, count");
+  m.profile_flows = f.get<std::uint64_t>("profile_flows");
   m.profile_digest = f.get<std::uint64_t>("profile_digest");
   const std::string rs = "a \"roster\" that is not [{rank, host, port}, ...]";
   const json& roster = f.at("roster");
@@ -195,7 +213,7 @@ void read(const Fields& f, Setup& m) {
     f.bad(std::string("bad ") + e.what());
   }
   m.slowdown = f.get_or<double>("slowdown", 1.0);
-  m.delay_from = f.get_or<std::vector<Nanos>>("delay_from_ns", {});
+  m.delay_from = read_pairs<RankId, Nanos>(f, "delay_from_ns", "source rank, ns");
   m.data_token = f.get<std::string>("data_token");
   if (m.data_token.size() > frame::kMaxTokenSize) f.bad("a \"data_token\" longer than " + std::to_string(frame::kMaxTokenSize) + " bytes");
 }
@@ -266,6 +284,7 @@ Decoded<Variant> decode_variant(std::string_view text) {
 
 bool control::Setup::operator==(const Setup& o) const {
   return run == o.run && rank == o.rank && profile == o.profile && ops == o.ops && profile_ops == o.profile_ops &&
+         flows == o.flows && profile_flows == o.profile_flows &&
          profile_digest == o.profile_digest && roster.size() == o.roster.size() &&
          std::equal(roster.begin(), roster.end(), o.roster.begin(),
                     [](const RosterEntry& a, const RosterEntry& b) { return a.rank == b.rank && a.host == b.host && a.port == b.port; }) &&

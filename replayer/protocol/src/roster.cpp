@@ -1,5 +1,7 @@
 #include "tensorwire/protocol/roster.hpp"
 
+#include <stdexcept>
+
 
 #include "tensorwire/core/yaml_reader.hpp"
 
@@ -61,6 +63,33 @@ std::string write_roster(const Roster& roster) {
   out += "ranks:\n";
   for (const auto& e : roster.ranks) {
     out += "  - {rank: " + std::to_string(e.rank) + ", host: \"" + e.host + "\", port: " + std::to_string(e.port) + "}\n";
+  }
+  return out;
+}
+
+Roster roster_by_rank(const std::vector<RosterEntry>& entries, const Profile& profile, RankId self, std::string token) {
+  const std::size_t ranks = profile.ranks.size();
+  Roster out;
+  out.token = std::move(token);
+  out.ranks.resize(ranks);
+  for (std::size_t r = 0; r < ranks; ++r) out.ranks[r].rank = static_cast<std::uint32_t>(r);
+  std::vector<bool> listed(ranks, false);
+  for (const RosterEntry& e : entries) {
+    if (e.rank >= ranks) {
+      throw std::runtime_error("the roster lists rank " + std::to_string(e.rank) + ", beyond the profile's " + std::to_string(ranks) +
+                               " ranks");
+    }
+    if (listed[e.rank]) throw std::runtime_error("the roster lists rank " + std::to_string(e.rank) + " twice");
+    listed[e.rank] = true;
+    out.ranks[e.rank] = e;
+  }
+  const auto need = [&](RankId r) {
+    if (r >= ranks || !listed[r]) throw std::runtime_error("the roster has no address for rank " + std::to_string(r));
+  };
+  need(self);
+  for (const Flow& f : profile.flows) {
+    need(f.src);
+    need(f.dst);
   }
   return out;
 }

@@ -1,14 +1,15 @@
 // What the agent of one rank needs of a profile: its own ops and the messages
-// addressed to it, with every rank, flow and tensor. A controller sends each
-// agent only its slice, so that the set-up traffic of a run grows with the
-// profile, not with the profile times the ranks.
+// addressed to it, the flows it sends or receives on, every rank (their ids) and
+// tensor. A controller sends each agent only its slice, so that the set-up
+// traffic of a run grows with the profile, not with the profile times the ranks:
+// a rank of a pipeline gets the same few lines whether it has 8 peers or 1000.
 //
 // A slice is a profile of its own (it loads, validates and executes for its rank
-// exactly as the whole does): its ops keep the whole profile's order; the
-// messages of other ranks keep their id, flow, size and priority, not their
+// exactly as the whole does): its ops and flows keep the whole profile's order;
+// the messages of other ranks keep their id, flow, size and priority, not their
 // dependencies, which are their sender's business. What crosses the agent's
-// boundary (a frame's op on the wire, a record's op in a results file) is the
-// whole profile's index: OpIndexMap translates.
+// boundary (a frame's op and a hello's flow on the wire, a record's op and flow
+// in a results file) is the whole profile's index: IndexMap translates.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@ namespace tw {
 struct ProfileSlice {
   Profile profile;
   std::vector<OpIndex> global;  // global[i]: the whole profile's index of the slice's op i, increasing
+  std::vector<FlowIndex> flows;  // flows[i]: the whole profile's index of the slice's flow i, increasing
 };
 
 // Throws std::out_of_range if `rank` is not in the profile.
@@ -34,7 +36,7 @@ ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpInde
 // Each rank's ops in its slice, in one pass: its own and the messages to it.
 std::vector<std::vector<OpIndex>> slice_members(const Profile& whole);
 
-// A slice's op indices as runs of consecutive indices {first, count}: what goes
+// A slice's op (or flow) indices as runs of consecutive indices {first, count}: what goes
 // on the wire (a rank's ops are mostly contiguous).
 using IndexRuns = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
 IndexRuns index_runs(const std::vector<OpIndex>& global);
@@ -44,19 +46,20 @@ IndexRuns index_runs(const std::vector<OpIndex>& global);
 std::optional<std::vector<OpIndex>> indices_from_runs(const IndexRuns& runs, std::uint64_t expected, std::uint64_t whole_ops,
                                                       std::string& why);
 
-// Op indices between a slice and the whole profile; empty: the slice is the whole.
-class OpIndexMap {
+// Op or flow indices between a slice and the whole profile; empty: the slice is
+// the whole.
+class IndexMap {
  public:
-  OpIndexMap() = default;
-  explicit OpIndexMap(std::vector<OpIndex> global) : global_(std::move(global)) {}
+  IndexMap() = default;
+  explicit IndexMap(std::vector<std::uint32_t> global) : global_(std::move(global)) {}
   bool identity() const { return global_.empty(); }
-  OpIndex to_global(OpIndex local) const { return global_.empty() ? local : global_[local]; }
-  // nullopt: the whole profile's op is not in the slice.
-  std::optional<OpIndex> to_local(OpIndex global) const;
-  const std::vector<OpIndex>& global() const { return global_; }
+  std::uint32_t to_global(std::uint32_t local) const { return global_.empty() ? local : global_[local]; }
+  // nullopt: the whole profile's op (flow) is not in the slice.
+  std::optional<std::uint32_t> to_local(std::uint32_t global) const;
+  const std::vector<std::uint32_t>& global() const { return global_; }
 
  private:
-  std::vector<OpIndex> global_;
+  std::vector<std::uint32_t> global_;
 };
 
 }  // namespace tw

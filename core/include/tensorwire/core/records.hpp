@@ -181,16 +181,19 @@ class Record {
   }
 
   // Moves the op index of a record that has one (send, receive, compute,
-  // transmit timestamps) through f: from a profile slice's to the whole's.
-  template <typename F>
-  void map_op(F f) {
+  // transmit timestamps) through op_f, and the flow index of one that has one
+  // (all but compute and iteration) through flow_f: from a profile slice's to
+  // the whole's.
+  template <typename OpF, typename FlowF>
+  void map_indices(OpF op_f, FlowF flow_f) {
+    const auto both = [&](auto& r) { r.op = op_f(r.op), r.flow = flow_f(r.flow); };
     switch (kind()) {
-      case RecordKind::send: update<SendRecord>([&](SendRecord& r) { r.op = f(r.op); }); break;
-      case RecordKind::receive: update<ReceiveRecord>([&](ReceiveRecord& r) { r.op = f(r.op); }); break;
-      case RecordKind::compute: update<ComputeRecord>([&](ComputeRecord& r) { r.op = f(r.op); }); break;
-      case RecordKind::tx_timestamps: update<TxTimestampsRecord>([&](TxTimestampsRecord& r) { r.op = f(r.op); }); break;
-      case RecordKind::iteration:
-      case RecordKind::tcp_info: break;
+      case RecordKind::send: update<SendRecord>(both); break;
+      case RecordKind::receive: update<ReceiveRecord>(both); break;
+      case RecordKind::compute: update<ComputeRecord>([&](ComputeRecord& r) { r.op = op_f(r.op); }); break;
+      case RecordKind::tx_timestamps: update<TxTimestampsRecord>(both); break;
+      case RecordKind::tcp_info: update<TcpInfoRecord>([&](TcpInfoRecord& r) { r.flow = flow_f(r.flow); }); break;
+      case RecordKind::iteration: break;
     }
   }
 

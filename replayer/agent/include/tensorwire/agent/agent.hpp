@@ -42,11 +42,12 @@ struct AgentConfig {
   RankId rank = 0;
   std::string profile_path;  // recorded in the summary
   // When the profile is this rank's slice of a larger one (profile_slice.hpp):
-  // the whole profile's op indices (on the wire and in the records) and its
-  // digest (what peers compare). Empty / unset: the profile is whole.
-  OpIndexMap ops;
+  // the whole profile's op and flow indices (on the wire and in the records)
+  // and its digest (what peers compare). Empty / unset: the profile is whole.
+  IndexMap ops;
+  IndexMap flows;
   std::optional<std::uint64_t> profile_digest;
-  Roster roster;
+  Roster roster;  // by rank: only the rank's own entry and its flows' peers are used
   std::string out_dir;
   ExecutorOptions executor;
   Nanos spin = 0;  // busy-wait this long before each deadline; 0: timers only

@@ -25,7 +25,10 @@ namespace tw {
 // 2: `setup` carries the data flows' own token (data_token).
 // 3: `setup` carries the rank's slice of the profile, with the whole profile's
 //    op indices and digest.
-inline constexpr int kControlVersion = 3;
+// 4: the slice holds only the rank's own flows (`flows`: the whole profile's
+//    indices); the roster only the rank and its peers; `delay_from_ns` is
+//    [[source rank, ns], ...].
+inline constexpr int kControlVersion = 4;
 inline constexpr const char* kAgentPath = "/agent";
 inline constexpr Nanos kHeartbeatTimeout = 1800 * kMilli;  // silence after which a peer is gone
 // The largest WebSocket message each side reads. An agent sends JSON messages of
@@ -110,15 +113,20 @@ struct Setup {
   RankId rank = 0;
   // YAML text, without observed timings: the rank's slice (profile_slice.hpp),
   // its ops being the whole profile's `ops` (runs of indices {first, count}) of
-  // `profile_ops`, whose digest is `profile_digest`.
+  // `profile_ops`, its flows the whole's `flows` of `profile_flows`; the whole's
+  // digest is `profile_digest`.
   std::string profile;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ops;
   std::uint64_t profile_ops = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> flows;
+  std::uint64_t profile_flows = 0;
   std::uint64_t profile_digest = 0;
+  // Where the rank itself and the peers of its flows listen: only those, so that
+  // a setup's size does not grow with the ranks the agent never talks to.
   std::vector<RosterEntry> roster;
   RunSettings settings;
   double slowdown = 1;
-  std::vector<Nanos> delay_from;  // per source rank; empty: none
+  std::vector<std::pair<RankId, Nanos>> delay_from;  // emulated delay per source rank; absent: none
   // What peers present on data flows: the run's own, never the control plane's
   // token (data flows are plain TCP even when the control plane is TLS).
   std::string data_token;

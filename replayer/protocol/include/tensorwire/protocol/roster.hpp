@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tensorwire/core/diagnostic.hpp"
+#include "tensorwire/core/profile.hpp"
 
 namespace tw {
 
@@ -30,5 +31,12 @@ struct Roster {
 Roster load_roster(const std::string& path);
 Roster parse_roster(const std::string& text, const std::string& file);
 std::string write_roster(const Roster& roster);
+
+// The roster of an agent that was sent only its own entry and its peers' (a
+// controller's setup): by rank (ranks[i].rank == i) for every rank of
+// `profile`, the others without an address. Throws std::runtime_error if an
+// entry is listed twice or beyond the profile's ranks, or if `self` or a rank of
+// one of the profile's flows has no entry.
+Roster roster_by_rank(const std::vector<RosterEntry>& entries, const Profile& profile, RankId self, std::string token);
 
 }  // namespace tw
