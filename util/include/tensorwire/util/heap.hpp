@@ -11,8 +11,9 @@ namespace tw {
 // giving it back to the kernel at once: blocks up to that size come from the
 // heap rather than from their own mappings, and the heap is trimmed only above
 // it. A block given back and asked for again costs a page fault a page (16 us
-// a page on a virtual machine here): an agent loading its slice faulted 1 527
-// pages, 1 050 with this. Call once, first thing in main; a no-op where the
+// a page on a virtual machine here): an agent loading its slice of a 256-rank
+// ring faults a third fewer pages with this (docs/BENCHMARKS.md, set-up message
+// of one agent). Call once, first thing in main; a no-op where the
 // allocator is not glibc's (sanitizers bring their own).
 void reuse_freed_memory();
 
