@@ -131,7 +131,7 @@ class RunLifecycle final : public Session::Handler {
         const std::string after = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kDrainDeadline).count()) +
                                   " s after the end of the run";
         line_.log(open > 0 ? std::to_string(open) + " of " + std::to_string(sessions_.size()) + " connection(s) still open " + after + ": closed"
-                           : "every connection closed, but a wait was still pending " + after + ": stopped");
+                           : "every connection closed, but a wait was still pending " + after + " (" + live_.text() + "): stopped");
         ctx_.stop();
       }
     }
@@ -210,6 +210,7 @@ class RunLifecycle final : public Session::Handler {
   // admitted while under the caps on unauthenticated connections: the rest are
   // closed at once, a line in the log for the 1st, 10th, 100th, ... of them.
   asio::awaitable<void> accept_loop() {
+    const LiveTasks::Count counted(live_.accepting);
     auto on_socket = [this](tcp::socket sock) {
       auto ticket = net::admit_socket(admission_, sock, "a connection", [this](const std::string& line) { line_.log(line); });
       if (!ticket) return;
@@ -224,6 +225,7 @@ class RunLifecycle final : public Session::Handler {
   // One connection: under TLS its handshake first, within the deadline for an
   // unauthenticated connection (its ticket still held).
   asio::awaitable<void> serve(net::ControlStream stream, std::string peer, net::Admission::Ticket ticket) {
+    const LiveTasks::Count counted(live_.serving);
     if (stream.tls()) {
       stream.expires_after(kTlsHandshakeTimeout);
       if (auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, kTuple); ec) {
@@ -605,7 +607,10 @@ class RunLifecycle final : public Session::Handler {
       }
     }
   }
-  asio::awaitable<void> resync_one(std::shared_ptr<Session> s) { co_await syncer_.round(s, 8); }
+  asio::awaitable<void> resync_one(std::shared_ptr<Session> s) {
+    const LiveTasks::Count counted(live_.resyncing);
+    co_await syncer_.round(s, 8);
+  }
 
   // ---- the end ------------------------------------------------------------------
 
@@ -740,6 +745,23 @@ class RunLifecycle final : public Session::Handler {
   Launcher& launcher_;
   std::unique_ptr<asio::ssl::context> tls_;  // null: plain TCP; outlives the streams in ctx_'s frames
   std::uint64_t tls_failures_ = 0;
+  // The controller's own tasks still running, named when the end of a run waits
+  // for something after every connection closed.
+  struct LiveTasks {
+    struct Count {
+      explicit Count(int& n) : n_(n) { ++n_; }
+      ~Count() { --n_; }
+      Count(const Count&) = delete;
+      Count& operator=(const Count&) = delete;
+      int& n_;
+    };
+    int accepting = 0, serving = 0, resyncing = 0;
+    std::string text() const {
+      return "tasks still running: " + std::to_string(serving) + " connection(s) being served, " + std::to_string(resyncing) +
+             " clock resync(s), " + std::to_string(accepting) + " accept loop(s)";
+    }
+  };
+  LiveTasks live_;
   std::uint64_t profile_bytes_ = 0;  // the whole profile as YAML
   std::uint64_t setup_bytes_ = 0;    // the setup messages sent, slices and all
   std::uint64_t profile_digest_ = 0;
