@@ -723,10 +723,15 @@ class RunLifecycle final : public Session::Handler {
     for (const auto& f : feeds_) f->send_text(text);
   }
 
+  // Redraws the progress line every 250 ms until the run finished. finish()
+  // cancels the timer, but a tick that had fired and was queued by then runs
+  // with success: it must not arm the next, or the context never runs dry (the
+  // end of a run then waited out its 10 s drain deadline, about once in ten
+  // 256-agent runs).
   void tick() {
     ticker_.expires_after(std::chrono::milliseconds(250));
     ticker_.async_wait([this](const error_code& ec) {
-      if (ec) return;
+      if (ec || finished_at_) return;
       if (state_ != last_state_) {
         last_state_ = state_;
         publish_status();
