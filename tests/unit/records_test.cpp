@@ -57,47 +57,33 @@ TEST(Records, MapTimesMovesClockTimesOnly) {
 // A slice's op and flow indices become the whole profile's, in every record that
 // has them, and nothing else moves.
 TEST(Records, MapIndicesMovesOpsAndFlowsOfTheKindsThatHaveThem) {
-  const auto op = [](std::uint32_t i) { return i + 1000; };
-  const auto flow = [](std::uint32_t i) { return i + 50; };
-  SendRecord s;
-  s.op = 1, s.flow = 2, s.iteration = 3, s.bytes = 4;
-  Record r = s;
-  r.map_indices(op, flow);
-  EXPECT_EQ(r.as<SendRecord>().op, 1001u);
-  EXPECT_EQ(r.as<SendRecord>().flow, 52u);
-  EXPECT_EQ(r.as<SendRecord>().iteration, 3u);
-  EXPECT_EQ(r.as<SendRecord>().bytes, 4u);
-  ReceiveRecord v;
-  v.op = 5, v.flow = 6;
-  r = v;
-  r.map_indices(op, flow);
-  EXPECT_EQ(r.as<ReceiveRecord>().op, 1005u);
-  EXPECT_EQ(r.as<ReceiveRecord>().flow, 56u);
-  TxTimestampsRecord x;
-  x.op = 7, x.flow = 8;
-  r = x;
-  r.map_indices(op, flow);
-  EXPECT_EQ(r.as<TxTimestampsRecord>().op, 1007u);
-  EXPECT_EQ(r.as<TxTimestampsRecord>().flow, 58u);
+  const auto mapped = [](Record r) {
+    r.map_indices([](std::uint32_t i) { return i + 1000; }, [](std::uint32_t i) { return i + 50; });
+    return r;
+  };
+  const auto op_and_flow = [&](auto rec) {
+    rec.op = 1, rec.flow = 2, rec.iteration = 3;
+    const auto back = mapped(rec).template as<decltype(rec)>();
+    EXPECT_EQ(back.op, 1001u);
+    EXPECT_EQ(back.flow, 52u);
+    EXPECT_EQ(back.iteration, 3u);
+  };
+  op_and_flow(SendRecord{});
+  op_and_flow(ReceiveRecord{});
+  op_and_flow(TxTimestampsRecord{});
   TcpInfoRecord t;
   t.flow = 9, t.snd_cwnd = 10;
-  r = t;
-  r.map_indices(op, flow);
-  EXPECT_EQ(r.as<TcpInfoRecord>().flow, 59u);
-  EXPECT_EQ(r.as<TcpInfoRecord>().snd_cwnd, 10u);
+  EXPECT_EQ(mapped(t).as<TcpInfoRecord>().flow, 59u);
+  EXPECT_EQ(mapped(t).as<TcpInfoRecord>().snd_cwnd, 10u);
   ComputeRecord c;
   c.op = 11;
-  r = c;
-  r.map_indices(op, flow);
-  EXPECT_EQ(r.as<ComputeRecord>().op, 1011u);
-  EXPECT_EQ(r.as<ComputeRecord>().reserved_flow, 0u);
+  EXPECT_EQ(mapped(c).as<ComputeRecord>().op, 1011u);
+  EXPECT_EQ(mapped(c).as<ComputeRecord>().reserved_flow, 0u);
   IterationRecord i;
   i.iteration = 12;
-  r = i;
-  r.map_indices(op, flow);
-  EXPECT_EQ(r.as<IterationRecord>().reserved_op, 0u);
-  EXPECT_EQ(r.as<IterationRecord>().reserved_flow, 0u);
-  EXPECT_EQ(r.as<IterationRecord>().iteration, 12u);
+  EXPECT_EQ(mapped(i).as<IterationRecord>().reserved_op, 0u);
+  EXPECT_EQ(mapped(i).as<IterationRecord>().reserved_flow, 0u);
+  EXPECT_EQ(mapped(i).as<IterationRecord>().iteration, 12u);
 }
 
 TEST(Records, OpTimesOfMessagesAndCompute) {

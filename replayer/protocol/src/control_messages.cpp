@@ -110,6 +110,21 @@ void write(json& j, const Progress& m) {
   j["iterations"] = std::move(its);
   j["flows"] = std::move(fl);
 }
+// A list of pairs, e.g. [[first, count], ...].
+template <typename A, typename B>
+std::vector<std::pair<A, B>> read_pairs(const Fields& f, const char* key, const char* what) {
+  const std::string bad = std::string("\"") + key + "\" that are not [[" + what + "], ...]";
+  const json& list = f.at(key);
+  if (!list.is_array()) f.bad(bad);
+  std::vector<std::pair<A, B>> out;
+  out.reserve(list.size());
+  for (const auto& e : list) {
+    if (!e.is_array() || e.size() != 2) f.bad(bad);
+    out.emplace_back(f.element<A>(e[0], bad), f.element<B>(e[1], bad));
+  }
+  return out;
+}
+
 void read(const Fields& f, Progress& m) {
   const std::string its = "\"iterations\" that are not [[index, start, end], ...]";
   const json& iterations = f.at("iterations");
@@ -118,13 +133,7 @@ void read(const Fields& f, Progress& m) {
     if (!it.is_array() || it.size() != 3) f.bad(its);
     m.iterations.push_back({f.element<std::uint64_t>(it[0], its), f.element<Nanos>(it[1], its), f.element<Nanos>(it[2], its)});
   }
-  const std::string fls = "\"flows\" that are not [[flow, bytes], ...]";
-  const json& flows = f.at("flows");
-  if (!flows.is_array()) f.bad(fls);
-  for (const auto& b : flows) {
-    if (!b.is_array() || b.size() != 2) f.bad(fls);
-    m.flows.push_back({f.element<std::size_t>(b[0], fls), f.element<std::uint64_t>(b[1], fls)});
-  }
+  for (const auto& [flow, bytes] : read_pairs<std::size_t, std::uint64_t>(f, "flows", "flow, bytes")) m.flows.push_back({flow, bytes});
 }
 
 void write(json& j, const Done& m) {
@@ -153,21 +162,6 @@ json runs_json(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& runs)
   for (const auto& [first, count] : runs) out.push_back({first, count});
   return out;
 }
-// A list of pairs, e.g. [[first, count], ...].
-template <typename A, typename B>
-std::vector<std::pair<A, B>> read_pairs(const Fields& f, const char* key, const char* what) {
-  const std::string bad = std::string("\"") + key + "\" that are not [[" + what + "], ...]";
-  const json& list = f.at(key);
-  if (!list.is_array()) f.bad(bad);
-  std::vector<std::pair<A, B>> out;
-  out.reserve(list.size());
-  for (const auto& e : list) {
-    if (!e.is_array() || e.size() != 2) f.bad(bad);
-    out.emplace_back(f.element<A>(e[0], bad), f.element<B>(e[1], bad));
-  }
-  return out;
-}
-
 void write(json& j, const Setup& m) {
   json roster = json::array();
   for (const auto& e : m.roster) roster.push_back({{"rank", e.rank}, {"host", e.host}, {"port", e.port}});
