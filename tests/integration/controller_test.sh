@@ -497,7 +497,7 @@ random_kills() {
   for k in 1 2 3 4 5; do
     take_port
     p=$next_port
-    "$TW" run long2.yaml --local 2 --listen 127.0.0.1:$p --token $tok --out "rr$k" --quiet > /dev/null 2>&1 &
+    "$TW" run long2.yaml --local 2 --listen 127.0.0.1:$p --token $tok --out "rr$k" --quiet > /dev/null 2> "rr$k.err" &
     local ctl=$!
     sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
     victim=$ctl
@@ -516,12 +516,31 @@ random_kills() {
     kill -KILL "$victim" 2> /dev/null
     # The controller ends by itself once an agent is gone; if it was the victim, already.
     for _ in $(seq 100); do kill -0 $ctl 2> /dev/null || break; sleep 0.1; done
-    kill -0 $ctl 2> /dev/null && { echo "round $k: controller still running"; kill -KILL $ctl; return 1; }
+    kill -0 $ctl 2> /dev/null && { echo "round $k: controller still running"; kill -KILL $ctl; cat "rr$k.err"; return 1; }
     wait $ctl 2> /dev/null
     no_leftovers $p 6 || { echo "round $k"; return 1; }
   done
 }
 check "SIGKILL at random points leaves no orphans" random_kills
+
+late_agent() {
+  # An agent whose request was accepted before the run ended and finished after
+  # (seen when an agent was killed before its peer had dialled in): told the run
+  # has ended, and the controller's end does not wait for it.
+  local p tok=t6 rc
+  take_port
+  p=$next_port
+  "$TW" run long2.yaml --expect 2 --join-timeout 1 --listen 127.0.0.1:$p --token $tok --out rla --quiet > /dev/null 2> rla.err &
+  local ctl=$!
+  TW_TOKEN=$tok $PY "$SRC/tests/integration/late_agent.py" $p rla/run.json 20 > late.txt || { cat late.txt rla.err; kill $ctl; return 1; }
+  wait $ctl
+  rc=$?
+  [ $rc -ne 0 ] || { echo "the run succeeded"; return 1; }
+  grep -q '"type":"stop"' late.txt && grep -q 'the run has ended' late.txt || { echo "the late agent got: $(cat late.txt)"; return 1; }
+  grep -q 'turned away an agent from 127.0.0.1:[0-9]*: the run has ended' rla.err || { cat rla.err; return 1; }
+  ! grep -q 'after the end of the run' rla.err || { cat rla.err; return 1; }
+}
+check "an agent whose request ends after the run is told so, and not waited for" late_agent
 
 ssh_launcher() {
   [ "$(id -u)" = 0 ] || { echo "needs root for sshd"; return 1; }

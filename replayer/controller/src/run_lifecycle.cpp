@@ -172,6 +172,17 @@ class RunLifecycle final : public Session::Handler {
   }
 
   asio::awaitable<void> agent(WebSocket ws, std::string peer) {
+    if (finished_at_) {
+      // Its request was read after the run ended (accepted before, the request
+      // finished after): told so and closed, never a session the end would wait for.
+      line_.log("turned away an agent from " + peer + ": the run has ended");
+      const std::string stop = encode(control::Stop{"the run has ended"});
+      ws.text(true);
+      if (auto [ec, n] = co_await ws.async_write(asio::buffer(stop), kTuple); !ec) {
+        co_await ws.async_close(beast::websocket::close_reason(beast::websocket::close_code::normal), kTuple);
+      }
+      co_return;
+    }
     auto s = std::make_shared<Session>(std::move(ws), std::move(peer), o_.heartbeat);
     sessions_.push_back(s);
     co_await s->run_agent(*this, [] { return realtime_ns(); });
@@ -293,6 +304,13 @@ class RunLifecycle final : public Session::Handler {
     a.data_host = m.data_host;
     a.data_port = m.data_port;
     a.rank_hint = m.rank_hint;
+    if (failure_) {
+      // Dialled in while the run stops: nothing to join.
+      s.send(control::Stop{failure_->message});
+      a.hello = false;
+      a.turned_away = true;
+      return;
+    }
     if (assigned_ || joined() > p_.ranks.size()) {
       s.send(control::Stop{"this run has all its agents"});
       line_.log("turned away " + a.who() + ": the run has all its agents");
