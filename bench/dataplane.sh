@@ -3,8 +3,10 @@
 # (`tensorwire testbed up --hosts 2`: namespaces joined through a bridge), each
 # next to its baseline measured in the same run:
 #   throughput     one flow of 1, 8, 64 MiB messages vs iperf3; 4 and 16 flows vs
-#                  iperf3 -P 4/16, on one I/O thread and on two (--io-threads 2)
-#   small messages 4 KiB and 64 KiB messages per second vs a blocking write loop
+#                  iperf3 -P 4/16, on one I/O thread and on two (--io-threads 2);
+#                  one flow of 1 MiB with each side pinned to a core
+#   small messages 4 KiB and 64 KiB messages per second vs a blocking write loop;
+#                  64 KiB with each side pinned to a core
 #   start error    planned start to first write, p50 and p99, with and without spin,
 #                  at normal and at real-time priority pinned to a core
 #   fidelity       a bundled profile on a shaped link, communication- and
@@ -67,16 +69,28 @@ rate() {  # RUN_DIR -> "Gb/s messages/s" at the receiver
 
 # Run-to-run noise on a shared virtual machine is large (a factor of two between
 # runs of iperf3 itself), so each figure is the median of REPS runs that alternate
-# with the baseline's, shown with its range.
+# with the baseline's, shown with its range, and each ratio the median of the
+# REPS ratios of a run to the baseline run beside it (paired_ratio).
 REPS=${REPS:-5}
+
+# PIN=1: the sending side on core 0 and the receiving side on core 1, for the
+# baselines (taskset) as for the agents (--pin: rank 0's threads on core 0, rank
+# 1's on core 1). Unpinned, where the scheduler puts the two sides, their threads
+# and the bridge's softirq work moves the rate from run to run.
+PIN=0
+on_core() {  # CORE COMMAND...: COMMAND, on CORE when PIN=1
+  local core=$1
+  shift
+  if [ "$PIN" = 1 ]; then taskset -c "$core" "$@"; else "$@"; fi
+}
 
 iperf() {  # FLOWS [iperf3 options] -> Gb/s
   local flows=$1
   shift
-  ip netns exec $B iperf3 -s -1 -p 5201 > /dev/null 2>&1 &
+  on_core 1 ip netns exec $B iperf3 -s -1 -p 5201 > /dev/null 2>&1 &
   local ps=$!
   sleep 0.3
-  ip netns exec $A iperf3 -c $IPB -p 5201 -t 4 -P "$flows" -J "$@" > "$work/iperf.json"
+  on_core 0 ip netns exec $A iperf3 -c $IPB -p 5201 -t 4 -P "$flows" -J "$@" > "$work/iperf.json"
   wait $ps || true
   /usr/bin/python3 -c "import json; j=json.load(open('$work/iperf.json')); print(f\"{j['end']['sum_received']['bits_per_second']/1e9:.2f}\")"
 }
@@ -89,6 +103,9 @@ echo
 echo "### Throughput"
 echo
 echo "Receiver-side rate: median of $REPS runs (range), alternating with the baselines."
+echo "Each ratio is the median (range) of the $REPS ratios of a run to the baseline run"
+echo "beside it: this machine changes speed from one minute to the next, and a ratio of"
+echo "neighbours cancels that where a ratio of two medians does not."
 echo "The agents set TCP_NODELAY, as Gloo, NCCL and the other frameworks they replay do;"
 echo "the like-for-like baseline is therefore \`iperf3 -N\` (TCP_NODELAY). Plain iperf3"
 echo "(Nagle's algorithm on) is shown too: on this bridge it has been the slower of the"
@@ -96,14 +113,19 @@ echo "two (the ratio against it is no measure of the replayer)."
 echo
 echo "| what | tensorwire | iperf3 -N (same socket options) | ratio | iperf3 (Nagle on) | ratio |"
 echo "|---|---|---|---|---|---|"
+pin_option() { [ "$PIN" = 1 ] && echo --pin; }
 tput() {  # SIZE FLOWS COUNT IO_THREADS -> Gb/s
   stream_profile "$1" "$2" "$3" > "$work/p.yaml"
-  agents "$work/p.yaml" "$work/t" --spin-us 0 --io-threads "$4"
+  # shellcheck disable=SC2046  # one option or none
+  agents "$work/p.yaml" "$work/t" --spin-us 0 --io-threads "$4" $(pin_option)
   rate "$work/t" | cut -d' ' -f1
   rm -rf "$work/t"
 }
-for spec in "1MiB 1 2000 1" "8MiB 1 300 1" "64MiB 1 40 1" "8MiB 4 100 1" "8MiB 4 100 2" "8MiB 16 25 1" "8MiB 16 25 2"; do
+for spec in "1MiB 1 2000 1" "1MiB 1 2000 1 pin" "8MiB 1 300 1" "64MiB 1 40 1" "8MiB 4 100 1" "8MiB 4 100 2" "8MiB 16 25 1" \
+  "8MiB 16 25 2"; do
   set -- $spec
+  PIN=0
+  [ "${5:-}" = pin ] && PIN=1
   ours=() nodelay=() nagle=()
   for ((k = 0; k < REPS; k++)); do
     nodelay+=("$(iperf "$2" -N)")
@@ -112,10 +134,11 @@ for spec in "1MiB 1 2000 1" "8MiB 1 300 1" "64MiB 1 40 1" "8MiB 4 100 1" "8MiB 4
   done
   if [ "$2" = 1 ]; then what="1 flow, $1 messages"; else what="$2 flows (iperf3 -P $2), $1 messages"; fi
   [ "$4" = 1 ] || what="$what, --io-threads $4"
-  o=$(median "${ours[@]}")
-  echo "| $what | $(spread "${ours[@]}") Gb/s | $(spread "${nodelay[@]}") Gb/s | $(ratio "$o" "$(median "${nodelay[@]}")") |" \
-    "$(spread "${nagle[@]}") Gb/s | $(ratio "$o" "$(median "${nagle[@]}")") |"
+  [ "$PIN" = 0 ] || what="$what, each side pinned to a core"
+  echo "| $what | $(spread "${ours[@]}") Gb/s | $(spread "${nodelay[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${nodelay[*]}") |" \
+    "$(spread "${nagle[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${nagle[*]}") |"
 done
+PIN=0
 echo
 echo "Reading the ratios: on this 2-core virtual machine the sending and receiving agents"
 echo "(each with its recorder) share the two cores with the bridge's softirq work, and"
@@ -198,7 +221,8 @@ echo "and bbr), as iperf3 does here."
 echo
 echo "### Small messages"
 echo
-echo "Messages per second at the receiver: median of $REPS runs (range). Two baselines:"
+echo "Messages per second at the receiver: median of $REPS runs (range); ratios paired as"
+echo "above. Two baselines:"
 echo "a plain blocking write loop, and the same loop asking the kernel for the same"
 echo "transmit timestamps as the agents (on the wire and acknowledged: two reports per"
 echo "message, read back after each write). The second isolates the replayer's own"
@@ -207,38 +231,61 @@ echo
 echo "| message | tensorwire | blocking loop | ratio | blocking loop, timestamped | ratio |"
 echo "|---|---|---|---|---|---|"
 pair_rate() {  # MODE SIZE COUNT -> msg/s
-  ip netns exec $B "$pair" recv 17200 "$2" "$3" > "$work/pair.out" &
+  on_core 1 ip netns exec $B "$pair" recv 17200 "$2" "$3" > "$work/pair.out" &
   local pr=$!
-  ip netns exec $A "$pair" "$1" $IPB 17200 "$2" "$3" 2> /dev/null
+  on_core 0 ip netns exec $A "$pair" "$1" $IPB 17200 "$2" "$3" 2> /dev/null
   wait $pr
   cat "$work/pair.out"
 }
-for spec in "4096 200000" "65536 50000" "4096 200000 --no-tx-timestamps"; do
+for spec in "4096 200000" "65536 50000" "65536 50000 pin" "4096 200000 --no-tx-timestamps"; do
   set -- $spec
   size=$1 count=$2
   shift 2
+  PIN=0
+  [ "${1:-}" = pin ] && PIN=1 && shift
   ours=() plain=() stamped=()
   for ((k = 0; k < REPS; k++)); do
     plain+=("$(pair_rate send $size $count)")
     [ $# -gt 0 ] || stamped+=("$(pair_rate send-stamped $size $count)")
     stream_profile $size 1 $count > "$work/p.yaml"
-    agents "$work/p.yaml" "$work/s" --spin-us 0 "$@"
+    # shellcheck disable=SC2046  # one option or none
+    agents "$work/p.yaml" "$work/s" --spin-us 0 $(pin_option) "$@"
     ours+=("$(rate "$work/s" | cut -d' ' -f2)")
     rm -rf "$work/s"
   done
-  o=$(median "${ours[@]}")
   label="$((size / 1024)) KiB"
+  [ "$PIN" = 0 ] || label="$label, each side pinned to a core"
   cells="| - | - |"
   if [ $# -gt 0 ]; then
     label="$label, without transmit timestamps"
   else
-    cells="| $(spread "${stamped[@]}") | $(ratio "$o" "$(median "${stamped[@]}")") |"
+    cells="| $(spread "${stamped[@]}") | $(paired_ratio "${ours[*]}" "${stamped[*]}") |"
   fi
-  echo "| $label | $(spread "${ours[@]}") | $(spread "${plain[@]}") | $(ratio "$o" "$(median "${plain[@]}")") $cells"
+  echo "| $label | $(spread "${ours[@]}") | $(spread "${plain[@]}") | $(paired_ratio "${ours[*]}" "${plain[*]}") $cells"
 done
+PIN=0
 echo
 echo "A ratio above 100% here is not a win either: the ranges overlap widely, and why the"
 echo "medians of the 4 KiB runs differ is not resolved."
+echo
+echo "Why 64 KiB messages swing (2026-12-05, same machine, 1-minute load 0.7-1.2 from"
+echo "these runs alone; 60 000 messages a run, perf stat). Two things move the rate more"
+echo "than the agent's own code does:"
+echo "- where the scheduler puts the two sides. With the sending agent on core 0 and the"
+echo "  receiving one on core 1 (taskset), 3 runs moved 52 000-79 000 messages a second;"
+echo "  with both on core 0, 21 000-26 000. Unpinned, each run lands somewhere between."
+echo "  Pinned, the agent with \`--pin\` moved 42 000-75 000 against the pinned loop's"
+echo "  53 000-83 000 in 5 paired rounds (ratios 73-99%, median 91%); unpinned in the same"
+echo "  rounds, 63-90% (median 80%)."
+echo "- the machine's own speed. The blocking loop, pinned, moved 77 000-80 000 in two"
+echo "  rounds and 44 000-46 000 in the next two, for the same work: its sender's CPU"
+echo "  time per message went from 12.4-12.8 to 21.2-22.3 us. The agents' runs next to them moved"
+echo "  with them."
+echo "The receiving agent makes more system calls than the loop, whose \`read\` takes 256"
+echo "KiB (per message 1.3-2.2 recv against 0.8 read, 0.3-0.7 epoll_wait, 0.1 setsockopt"
+echo "for SO_RCVLOWAT; 20 000 messages), and spends 12-21 us of CPU a message against the"
+echo "loop's 9-13 (its start-up taken off); skipping SO_RCVLOWAT, or waiting between messages for 64 KiB rather"
+echo "than the first byte, did not change the rate beyond the noise (4 rounds each)."
 echo
 echo "### Start precision"
 echo

@@ -14,6 +14,18 @@ maximum() { printf '%s\n' "$@" | sort -g | tail -1; }
 range() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[NR] - v[1]}'; }
 # ratio A B: A as a percentage of B, like "93%".
 ratio() { /usr/bin/python3 -c "print(f'{$1/$2*100:.0f}%')"; }
+# paired_ratio "A1 A2 ..." "B1 B2 ...": each Ak as a percentage of Bk (a run and
+# the baseline run beside it), as "median% (min-max%)". On a machine whose speed
+# drifts between runs, a ratio of neighbours cancels the drift that a ratio of
+# two medians taken over different minutes keeps.
+paired_ratio() {
+  /usr/bin/python3 -c "
+import sys
+a, b = sys.argv[1].split(), sys.argv[2].split()
+assert len(a) == len(b) and a, 'paired_ratio: runs and baselines differ in number'
+r = sorted(float(x) / float(y) * 100 for x, y in zip(a, b))
+print(f'{r[(len(r) - 1) // 2]:.0f}% ({r[0]:.0f}-{r[-1]:.0f}%)')" "$1" "$2"
+}
 # change A B: A's difference from B as a signed percentage, like "+1.5%".
 change() { /usr/bin/python3 -c "print(f'{($1/$2-1)*100:+.1f}%')"; }
 # within A B RANGE: true when |A - B| <= RANGE.
