@@ -219,6 +219,22 @@ echo "KB made it slower); 1 or 2 reads per incoming flow's turn instead of 16. B
 echo "sides use the system's congestion control, BBR (the namespaces allow only reno"
 echo "and bbr), as iperf3 does here."
 echo
+echo "Four flows, where the sender's time goes (2026-12-05, same machine, 1-minute load"
+echo "0.03 at the start; 3.36 GB in four flows of 8 MiB messages against iperf3 -P 4 -N"
+echo "moving the same bytes, 3 paired rounds, perf stat and perf record): the receiving"
+echo "sides cost the same (456-489 ms of CPU for the agent, 473-493 for iperf3), the"
+echo "sending agent 709-782 ms against iperf3's 479-516. Transmit timestamps are not it"
+echo "(off, or every 16th message: 694-727 ms). Its copy into the socket buffers is"
+echo "cheaper than iperf3's (aligned, above); the difference is in waking the other"
+echo "side: the bridge runs the receiver's TCP input on the sender's core, and"
+echo "sock_def_readable, which wakes whoever waits on the receiving socket, took 8.8% of"
+echo "the sending agent's samples against 3.9% of iperf3's, with the paravirtual guest's"
+echo "interrupt enable (pvm_irq_enable) 863 samples against 571, most of the gap. Asio"
+echo "keeps every socket registered with epoll, so each segment that finds the receiving"
+echo "socket ready likely calls into epoll, where iperf3's select() is on the wait queue"
+echo "only while it waits. A reactor of our own that takes a socket off epoll while it is"
+echo "read would tell; not done."
+echo
 echo "### Small messages"
 echo
 echo "Messages per second at the receiver: median of $REPS runs (range); ratios paired as"
