@@ -229,11 +229,12 @@ echo "cheaper than iperf3's (aligned, above); the difference is in waking the ot
 echo "side: the bridge runs the receiver's TCP input on the sender's core, and"
 echo "sock_def_readable, which wakes whoever waits on the receiving socket, took 8.8% of"
 echo "the sending agent's samples against 3.9% of iperf3's, with the paravirtual guest's"
-echo "interrupt enable (pvm_irq_enable) 863 samples against 571, most of the gap. Asio"
-echo "keeps every socket registered with epoll, so each segment that finds the receiving"
-echo "socket ready likely calls into epoll, where iperf3's select() is on the wait queue"
-echo "only while it waits. A reactor of our own that takes a socket off epoll while it is"
-echo "read would tell; not done."
+echo "interrupt enable (pvm_irq_enable) 863 samples against 571, most of the gap. It is"
+echo "not that the receiving agent keeps its sockets registered with epoll for good (Asio"
+echo "does): a test pair of our own, a select() loop writing 128 KiB to four sockets,"
+echo "cost its sender the same whether its receiver waited in epoll with every socket"
+echo "registered for good or in select() (767-961 ms against 825-1184 ms of sender CPU, 3"
+echo "rounds). Why the sending agent wakes the other side more often is open."
 echo
 echo "### Small messages"
 echo
