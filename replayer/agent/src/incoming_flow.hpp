@@ -46,7 +46,9 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     // given), never before its read.
     Nanos read_lag = 0;
     const std::atomic<Nanos>* wake_early = nullptr;
-    Nanos spin = 0;  // of the delivery timer
+    // The delivery timer's spin, and how long a flow whose socket ran dry keeps
+    // looking before it sleeps in epoll (keep_looking()).
+    Nanos spin = 0;
     // Where reads land: shared by the flows of one I/O thread (a read is
     // decoded before the next begins), so that memory grows with the threads,
     // not with the flows. Must outlive the flow and hold more than kCopySlack
@@ -94,6 +96,8 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   void set_low_water(int fd);
   void wait_readable();
   void read_some();
+  void read_later();
+  bool keep_looking();
   void peer_closed();
   std::string where() const;
   void arm_delivery();
@@ -119,6 +123,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   std::atomic<bool> eof_{false};
   std::uint64_t messages_ = 0, bytes_ = 0;
   int low_water_ = 1;  // the socket's SO_RCVLOWAT
+  Nanos dry_since_ = 0;  // when the socket was last found empty, 0 once read from
   // Messages waiting out the delay: one delay per flow, so in arrival order.
   // Popped from head_, cleared when empty: the vector keeps its capacity.
   Nanos last_delivery_ = 0;
