@@ -242,7 +242,7 @@ echo "registered for good or in select() (767-961 ms against 825-1184 ms of send
 echo "rounds). Why the sending agent wakes the other side more often is open."
 echo
 echo "A receiving flow whose socket runs dry now looks again, after its thread's other"
-echo "work, for up to the agent's spin (\`--spin-us\`, 20 us by default) before it sleeps in"
+echo "work, for up to the agent's spin (\`--spin-us\`, 20 us by default; at most 20 us) before it sleeps in"
 echo "epoll. In 5 paired rounds (same machine, 2026-12-05), four flows moved 38.7-44.5"
 echo "Gb/s (median 43.0) with the receiving agent spinning against 35.6-39.1 (36.6)"
 echo "without, and in 3 more the receiving agent was switched out 2 250-3 300 times a"

@@ -115,11 +115,14 @@ void IncomingFlow::read_later() {
 // thread moved 38.7-44.5 Gb/s with a 20 us spin at the receiver against
 // 35.6-39.1 without, the receiver sleeping a third as often (5 paired rounds,
 // docs/BENCHMARKS.md). Without spin (as many agents as cores) a flow sleeps at once.
+// At most kMostLook, whatever the spin before deadlines: the look bridges the gaps
+// of a stream, and a receiver spinning 500 us after every message (--spin-us 500)
+// took the sender's core often enough to double its start error's p99.
 bool IncomingFlow::keep_looking() {
   if (s_.spin <= 0) return false;
   const Nanos now = mono_now();
   if (dry_since_ == 0) dry_since_ = now;
-  if (now - dry_since_ < s_.spin) return true;
+  if (now - dry_since_ < std::min(s_.spin, kMostLook)) return true;
   dry_since_ = 0;
   return false;
 }

@@ -90,6 +90,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   };
 
   static constexpr int kReadsPerTurn = 16;
+  static constexpr Nanos kMostLook = 20 * kMicro;  // keep_looking()
   // The most a wait for more of a message asks the kernel to gather before it
   // wakes the flow (SO_RCVLOWAT): a full read (the agent's read buffer).
   static constexpr std::uint64_t kLowWater = 128 * 1024;
