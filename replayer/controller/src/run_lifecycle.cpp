@@ -304,9 +304,10 @@ class RunLifecycle final : public Session::Handler {
     a.data_host = m.data_host;
     a.data_port = m.data_port;
     a.rank_hint = m.rank_hint;
-    if (failure_) {
-      // Dialled in while the run stops: nothing to join.
-      s.send(control::Stop{failure_->message});
+    if (stopping_all_) {
+      // Dialled in while the run stops (not in the grace before: a launched agent
+      // that then exits must not be taken for the failure's cause).
+      s.send(control::Stop{failure_ ? failure_->message : std::string("the run has ended")});
       a.hello = false;
       a.turned_away = true;
       return;
