@@ -539,8 +539,17 @@ late_agent() {
   grep -q '"type":"stop"' late.txt && grep -q 'the run has ended' late.txt || { echo "the late agent got: $(cat late.txt)"; return 1; }
   grep -q 'turned away an agent from 127.0.0.1:[0-9]*: the run has ended' rla.err || { cat rla.err; return 1; }
   ! grep -q 'after the end of the run' rla.err || { cat rla.err; return 1; }
+  # A dashboard's feed the same way: the run's last status, then closed.
+  take_port
+  p=$next_port
+  "$TW" run long2.yaml --expect 2 --join-timeout 1 --listen 127.0.0.1:$p --token $tok --out rlf --quiet > /dev/null 2> rlf.err &
+  ctl=$!
+  TW_TOKEN=$tok $PY "$SRC/tests/integration/late_agent.py" $p rlf/run.json 20 /api/feed > late-feed.txt || { cat late-feed.txt rlf.err; kill $ctl; return 1; }
+  wait $ctl
+  grep -q '"type":"status"' late-feed.txt && grep -q '"state":"failed"' late-feed.txt || { echo "the late feed got: $(cat late-feed.txt)"; return 1; }
+  ! grep -q 'after the end of the run' rlf.err || { cat rlf.err; return 1; }
 }
-check "an agent whose request ends after the run is told so, and not waited for" late_agent
+check "an agent or a feed whose request ends after the run is told so, and not waited for" late_agent
 
 ssh_launcher() {
   [ "$(id -u)" = 0 ] || { echo "needs root for sshd"; return 1; }

@@ -3,11 +3,14 @@
 # finished after: connects, sends its upgrade request but the blank line that ends
 # it, waits for FILE (the run's run.json: written as the run ends), then finishes
 # the request, says hello and prints the first message the controller sends (or
-# "closed" / "timeout"), answering WebSocket pings meanwhile. The token comes from
+# "closed" / "timeout"), answering WebSocket pings meanwhile. A feed prints every
+# message until the controller closes it. The token comes from
 # TW_TOKEN.
-# Usage: late_agent.py PORT FILE SECONDS   (controller_test.sh)
+# Usage: late_agent.py PORT FILE SECONDS [PATH]   (controller_test.sh; PATH /agent,
+# the default, or /api/feed, which says no hello)
 import base64, json, os, socket, struct, sys, time
 port, sentinel, seconds = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+path = sys.argv[4] if len(sys.argv) > 4 else "/agent"
 deadline = time.monotonic() + seconds
 while True:
     try:
@@ -18,7 +21,7 @@ while True:
             sys.exit("never reached the controller")
         time.sleep(0.05)
 key = base64.b64encode(os.urandom(16)).decode()
-s.sendall(("GET /agent HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
            f"Authorization: Bearer {os.environ['TW_TOKEN']}\r\n").encode())
 while not os.path.exists(sentinel):
@@ -44,7 +47,8 @@ try:
         size = bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n)
         return bytes([0x80 | opcode]) + size + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
     hello = {"type": "hello", "version": 4, "host": "late", "pid": os.getpid(), "data_host": "127.0.0.1", "data_port": 9}
-    s.sendall(frame(1, json.dumps(hello).encode()))
+    if path == "/agent":
+        s.sendall(frame(1, json.dumps(hello).encode()))
     def read(n):
         global buf
         while len(buf) < n:
@@ -64,8 +68,10 @@ try:
         payload = read(n)
         if b0 & 0x0F == 1:
             print(payload.decode())
-            s.sendall(frame(8, b"\x03\xe8"))
-            break
+            if path == "/agent":
+                s.sendall(frame(8, b"\x03\xe8"))
+                break
+            continue  # a feed, as a browser's: open until the controller closes it
         if b0 & 0x0F == 8:
             print("closed")
             break

@@ -171,16 +171,21 @@ class RunLifecycle final : public Session::Handler {
     return {beast::http::status::not_found, "text/plain", "no such endpoint\n"};
   }
 
+  // A WebSocket whose request was read after the run ended (accepted before, the
+  // request finished after): sent `last` and closed, never a session the end of
+  // the run would wait for.
+  asio::awaitable<void> after_the_end(WebSocket& ws, const std::string& last) {
+    ws.text(true);
+    if (auto [ec, n] = co_await ws.async_write(asio::buffer(last), kTuple); !ec) {
+      co_await ws.async_close(beast::websocket::close_reason(beast::websocket::close_code::normal), kTuple);
+    }
+  }
+
   asio::awaitable<void> agent(WebSocket ws, std::string peer) {
     if (finished_at_) {
-      // Its request was read after the run ended (accepted before, the request
-      // finished after): told so and closed, never a session the end would wait for.
       line_.log("turned away an agent from " + peer + ": the run has ended");
-      const std::string stop = encode(control::Stop{"the run has ended"});
-      ws.text(true);
-      if (auto [ec, n] = co_await ws.async_write(asio::buffer(stop), kTuple); !ec) {
-        co_await ws.async_close(beast::websocket::close_reason(beast::websocket::close_code::normal), kTuple);
-      }
+      const std::string last = encode(control::Stop{"the run has ended"});
+      co_await after_the_end(ws, last);
       co_return;
     }
     auto s = std::make_shared<Session>(std::move(ws), std::move(peer), o_.heartbeat);
@@ -189,6 +194,12 @@ class RunLifecycle final : public Session::Handler {
   }
 
   asio::awaitable<void> feed(WebSocket ws, std::string peer) {
+    if (finished_at_) {
+      // (Built before the co_await: GCC 12 miscompiles string literals inside one.)
+      const std::string last = nlohmann::json{{"type", "status"}, {"run", status_json()}}.dump();
+      co_await after_the_end(ws, last);
+      co_return;
+    }
     if (feeds_.size() >= kMaxFeeds) {
       line_.log("turned away a feed from " + peer + ": " + std::to_string(kMaxFeeds) + " feeds open already");
       co_await ws.async_close(beast::websocket::close_reason(beast::websocket::close_code::try_again_later), kTuple);
