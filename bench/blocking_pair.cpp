@@ -4,15 +4,23 @@
 //   blocking_pair recv PORT SIZE COUNT
 //   blocking_pair send HOST PORT SIZE COUNT
 //   blocking_pair send-stamped HOST PORT SIZE COUNT
+//   blocking_pair send-paced HOST PORT SIZE COUNT GAP_US SPIN_US
 // send-stamped asks the kernel for the same transmit timestamps as the agents
 // (queued, on the wire, acknowledged) and reads them back after every write, so
 // the kernel's cost of measuring is paid on both sides of the comparison.
+// send-paced is the baseline of the start-precision benchmark: each message is due
+// GAP_US after the previous write returned; the loop sleeps (clock_nanosleep) until
+// SPIN_US before that, spins on the clock to it, and writes. It prints the start
+// error (due to the clock read before the write) in microseconds: p50 p99 max.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -58,8 +66,9 @@ int main(int argc, char** argv) {
     std::printf("%.0f\n", static_cast<double>(count) / s);
     return 0;
   }
-  if (argc < 6 || (mode != "send" && mode != "send-stamped")) {
-    std::fprintf(stderr, "usage: blocking_pair send[-stamped] HOST PORT SIZE COUNT\n");
+  const bool paced = mode == "send-paced";
+  if (argc < (paced ? 8 : 6) || (mode != "send" && mode != "send-stamped" && !paced)) {
+    std::fprintf(stderr, "usage: blocking_pair send[-stamped] HOST PORT SIZE COUNT | send-paced HOST PORT SIZE COUNT GAP_US SPIN_US\n");
     return 2;
   }
   const std::string host = argv[2];
@@ -88,7 +97,25 @@ int main(int argc, char** argv) {
   std::vector<tw::TxStamp> stamps(256);
   std::size_t reports = 0;
   std::vector<char> msg(size, 'x');
+  const auto mono = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_MONOTONIC, &t);
+    return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+  };
+  std::vector<double> late;  // us
+  late.reserve(paced ? count : 0);
+  std::int64_t due = 0;
+  const std::int64_t gap = paced ? std::atoll(argv[6]) * 1000 : 0, spin = paced ? std::atoll(argv[7]) * 1000 : 0;
   for (std::size_t i = 0; i < count; ++i) {
+    if (paced && i > 0) {
+      const std::int64_t wake = due - spin;
+      const timespec ts{static_cast<time_t>(wake / 1'000'000'000), static_cast<long>(wake % 1'000'000'000)};
+      while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+      }
+      std::int64_t now = mono();
+      while (now < due) now = mono();
+      late.push_back(static_cast<double>(now - due) / 1e3);
+    }
     std::size_t off = 0;
     while (off < size) {
       const ssize_t n = ::write(fd, msg.data() + off, size - off);
@@ -96,6 +123,11 @@ int main(int argc, char** argv) {
       off += static_cast<std::size_t>(n);
     }
     if (stamped) reports += tw::drain_tx_timestamps(fd, stamps.data(), stamps.size());
+    if (paced) due = mono() + gap;
+  }
+  if (paced && !late.empty()) {
+    std::sort(late.begin(), late.end());
+    std::printf("%.1f %.1f %.1f\n", late[late.size() / 2], late[late.size() * 99 / 100], late.back());
   }
   if (stamped) {
     // The last acknowledgements arrive after the last write: give them a moment.
