@@ -98,11 +98,6 @@ std::vector<double> run_self(const std::string& self, const std::string& args) {
   return v;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,8 +171,8 @@ int main(int argc, char** argv) {
     }
     const double mb = static_cast<double>(text.size()) / 1e6;
     std::printf("| %u | %.1f kB | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.0f | %.2f ms | %.2f ms | %.0f | %.1f ms |\n", n,
-                static_cast<double>(text.size()) / 1e3, cut, enc, warm, median(cold_ms), median(cold_faults), median(touch_ms),
-                median(kept_ms), median(kept_faults), median(kept_ms) / mb);
+                static_cast<double>(text.size()) / 1e3, cut, enc, warm, tw::bench::median(cold_ms), tw::bench::median(cold_faults), tw::bench::median(touch_ms),
+                tw::bench::median(kept_ms), tw::bench::median(kept_faults), tw::bench::median(kept_ms) / mb);
   }
   std::filesystem::remove(file);
   return 0;

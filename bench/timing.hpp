@@ -1,4 +1,4 @@
-// What the in-process benchmarks share: the median wall time of repeated runs.
+// What the in-process benchmarks share: medians, and the median wall time of repeated runs.
 #pragma once
 
 #include <algorithm>
@@ -6,9 +6,16 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tw::bench {
+
+// The middle value (the upper middle of an even count); 0 for none.
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
 
 inline double median_seconds(int runs, const std::function<void()>& f) {
   std::vector<double> t;
@@ -17,8 +24,7 @@ inline double median_seconds(int runs, const std::function<void()>& f) {
     f();
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median(std::move(t));
 }
 
 // "0.123 s", "45.6 ms" for a table.
