@@ -1,13 +1,17 @@
 // The baseline of the small-message benchmark: the simplest possible sender (a
 // blocking write loop of fixed-size messages) and receiver (a blocking read loop),
 // over the same link as the agents. Prints messages per second at the receiver.
-//   blocking_pair recv PORT SIZE COUNT
-//   blocking_pair send HOST PORT SIZE COUNT
+//   blocking_pair recv PORT SIZE COUNT [LOWAT]
+//   blocking_pair send HOST PORT SIZE COUNT [CHUNK]
 //   blocking_pair send-stamped HOST PORT SIZE COUNT
 //   blocking_pair send-paced HOST PORT SIZE COUNT GAP_US SPIN_US
 // send-stamped asks the kernel for the same transmit timestamps as the agents
 // (queued, on the wire, acknowledged) and reads them back after every write, so
 // the kernel's cost of measuring is paid on both sides of the comparison.
+// CHUNK: the sender writes at most that many bytes a call, as the agents do
+// (128 KiB), rather than each message in one call.
+// LOWAT: the receiver sets SO_RCVLOWAT to that many bytes, as the agents do (one
+// wake-up per LOWAT bytes rather than per few segments).
 // send-paced is the baseline of the start-precision benchmark: each message is due
 // GAP_US after the previous write returned; the loop sleeps (clock_nanosleep) until
 // SPIN_US before that, spins on the clock to it, and writes. It prints the start
@@ -22,6 +26,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,7 +37,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: blocking_pair recv PORT SIZE COUNT | send[-stamped] HOST PORT SIZE COUNT\n");
+    std::fprintf(stderr, "usage: blocking_pair recv PORT SIZE COUNT [LOWAT] | send HOST PORT SIZE COUNT [CHUNK] | send-stamped HOST PORT SIZE COUNT | send-paced HOST PORT SIZE COUNT GAP_US SPIN_US\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -48,6 +53,10 @@ int main(int argc, char** argv) {
     sa.sin_port = htons(static_cast<std::uint16_t>(port));
     if (::bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(ls, 1) != 0) return 1;
     const int fd = ::accept(ls, nullptr, nullptr);
+    if (argc > 5) {
+      const int lowat = std::atoi(argv[5]);
+      if (lowat <= 0 || ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) != 0) return 1;
+    }
     std::vector<char> buf(256 * 1024);
     const std::size_t total = size * count;
     std::size_t got = 0;
@@ -68,7 +77,7 @@ int main(int argc, char** argv) {
   }
   const bool paced = mode == "send-paced";
   if (argc < (paced ? 8 : 6) || (mode != "send" && mode != "send-stamped" && !paced)) {
-    std::fprintf(stderr, "usage: blocking_pair send[-stamped] HOST PORT SIZE COUNT | send-paced HOST PORT SIZE COUNT GAP_US SPIN_US\n");
+    std::fprintf(stderr, "usage: blocking_pair send HOST PORT SIZE COUNT [CHUNK] | send-stamped HOST PORT SIZE COUNT | send-paced HOST PORT SIZE COUNT GAP_US SPIN_US\n");
     return 2;
   }
   const std::string host = argv[2];
@@ -96,12 +105,17 @@ int main(int argc, char** argv) {
   }
   std::vector<tw::TxStamp> stamps(256);
   std::size_t reports = 0;
-  std::vector<char> msg(size, 'x');
+  // The message buffer starts on a cache line, as the kernel's copy of it will
+  // (copy_alignment.hpp: misaligned copies cost several times more here).
+  std::vector<char> store(size + 64, 'x');
+  char* const msg = store.data() + (64 - reinterpret_cast<std::uintptr_t>(store.data()) % 64) % 64;
   const auto mono = [] {
     timespec t{};
     ::clock_gettime(CLOCK_MONOTONIC, &t);
     return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
   };
+  const std::size_t chunk = mode == "send" && argc > 6 ? std::strtoull(argv[6], nullptr, 10) : size;
+  if (chunk == 0) return 2;
   std::vector<double> late;  // us
   late.reserve(paced ? count : 0);
   std::int64_t due = 0;
@@ -118,7 +132,7 @@ int main(int argc, char** argv) {
     }
     std::size_t off = 0;
     while (off < size) {
-      const ssize_t n = ::write(fd, msg.data() + off, size - off);
+      const ssize_t n = ::write(fd, msg + off, std::min(size - off, chunk));
       if (n <= 0) return 1;
       off += static_cast<std::size_t>(n);
     }

@@ -174,10 +174,41 @@ echo "even so its receivers fall behind by turns, four processes beside their fo
 echo "on two cores: in 3 runs of 16 streams (2026-12-05, ss -ti at the sender), 4 to 8"
 echo "of its 16 connections were limited by the receive window for 29-86% of their busy"
 echo "time, the agent's for at most 1.8% (one receiving thread reads all 16 flows in"
-echo "turn). The same goes for one flow: in three runs of this table on"
-echo "2026-12-04 the agent's one-flow medians were 27.5-42.3 Gb/s and iperf3 -N's"
-echo "26.1-46.7 Gb/s, and iperf3 swings that much from one minute to the next on this"
-echo "shared virtual machine; its one-flow ratios above 100% are that swing."
+echo "turn). With one flow, iperf3 swings by a third from one minute to the next on this"
+echo "shared virtual machine (in three runs of this table on 2026-12-04 its one-flow"
+echo "medians were 26.1-46.7 Gb/s, the agent's 27.5-42.3), and its receiver is the slower"
+echo "one, as the next table shows."
+echo
+pair_rate() {  # MODE SIZE COUNT [LOWAT [CHUNK]] -> msg/s ("" for no LOWAT)
+  # shellcheck disable=SC2086  # an empty LOWAT or CHUNK is no argument
+  on_core 1 ip netns exec $B "$pair" recv 17200 "$2" "$3" ${4:-} > "$work/pair.out" &
+  local pr=$!
+  # shellcheck disable=SC2086
+  on_core 0 ip netns exec $A "$pair" "$1" $IPB 17200 "$2" "$3" ${5:-} 2> /dev/null
+  wait $pr
+  cat "$work/pair.out"
+}
+echo "iperf3's receiver wakes for every few segments that arrive; an agent's incoming flow"
+echo "asks for 128 KiB (SO_RCVLOWAT) before it wakes. On one host the receiver's"
+echo "wake-ups are paid on the sender's core (the bridge runs the receiving side's TCP"
+echo "input there), so a single flow is faster with the low-water mark whoever sends."
+echo "The like-for-like baseline for one flow is therefore a blocking pair"
+echo "(bench/blocking_pair) that writes as the agents do (128 KiB a call, from a buffer"
+echo "aligned to a cache line) and reads 256 KiB a call, without and with the agents'"
+echo "low-water mark. One flow of 1 MiB messages; median of $REPS runs (range), ratios"
+echo "paired, the runs alternating:"
+echo
+echo "| what | tensorwire | blocking pair | ratio | blocking pair, SO_RCVLOWAT 128 KiB | ratio |"
+echo "|---|---|---|---|---|---|"
+ours=() plain=() lowat=() PIN=0 SPIN=()
+gbps() { awk '{printf "%.2f", $1 * 8 * 1048576 / 1e9}'; }  # 1 MiB messages/s -> Gb/s
+for ((k = 0; k < REPS; k++)); do
+  plain+=("$(pair_rate "send" 1048576 2000 "" 131072 | gbps)")
+  ours+=("$(tput 1MiB 1 2000 1)")
+  lowat+=("$(pair_rate "send" 1048576 2000 131072 131072 | gbps)")
+done
+echo "| 1 flow, 1MiB messages | $(spread "${ours[@]}") Gb/s | $(spread "${plain[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${plain[*]}") |" \
+  "$(spread "${lowat[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${lowat[*]}") |"
 echo
 echo "Where the time went before the copies were aligned (2026-12-03; perf stat -e"
 echo "task-clock and perf record; one flow of 8 MiB"
@@ -282,13 +313,6 @@ echo "overhead from the kernel's cost of measuring."
 echo
 echo "| message | tensorwire | blocking loop | ratio | blocking loop, timestamped | ratio |"
 echo "|---|---|---|---|---|---|"
-pair_rate() {  # MODE SIZE COUNT -> msg/s
-  on_core 1 ip netns exec $B "$pair" recv 17200 "$2" "$3" > "$work/pair.out" &
-  local pr=$!
-  on_core 0 ip netns exec $A "$pair" "$1" $IPB 17200 "$2" "$3" 2> /dev/null
-  wait $pr
-  cat "$work/pair.out"
-}
 for spec in "4096 200000" "65536 50000" "65536 50000 pin" "4096 200000 --no-tx-timestamps"; do
   set -- $spec
   size=$1 count=$2
