@@ -302,6 +302,14 @@ echo "Gb/s (median 43.0) with the receiving agent spinning against 35.6-39.1 (36
 echo "without, and in 3 more the receiving agent was switched out 2 250-3 300 times a"
 echo "run against 8 000-12 600. The row with \`--spin-us 0\` in the table shows the same."
 echo
+echo "Four flows, still short (2026-12-05, same machine, 1-minute load up to 1.0 from"
+echo "these runs alone): in 2 runs with ss -ti at the sender, the agent's four connections"
+echo "were limited by the receive window for 6-23% of their busy time, iperf3 -P 4's for"
+echo "under 1% (with windows of up to 15 MB): with four flows the receiving agent still"
+echo "falls behind by turns. Reading 1 or 4 times per flow's turn instead of 16, or 256 KiB"
+echo "a call instead of 128, did not move the rate beyond that hour's noise (the same"
+echo "build moved 15-44 Gb/s from one run to the next)."
+echo
 echo "### Small messages"
 echo
 echo "Messages per second at the receiver: median of $REPS runs (range); ratios paired as"
