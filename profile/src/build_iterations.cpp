@@ -28,6 +28,9 @@ constexpr double kIdleRatio = 2.0;   // a cut's idle gap against the other messa
 constexpr std::size_t kGapSamples = 256;
 constexpr std::size_t kMaxParts = 8;  // pieces per iteration a direction may be cut into and joined back
 constexpr double kJoinLead = 0.1;     // the agreement by which one way of joining them must beat the next
+// A direction whose pieces carry less than 1/kSmallShare of the busiest one's
+// bytes is placed by time (below), whatever its period: see find_iterations.
+constexpr std::uint64_t kSmallShare = 100;
 
 // With the period p found: the message start, of those in one period from
 // `base`, whose multiples of p (from `from` to `last`) mostly start a call and
@@ -398,7 +401,12 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
   // iteration, between its two all-reduce phases; their piece times varied too
   // much to tell, as an MPI job's do. Numbered as iterations, they moved the
   // others' cuts by a message in some iterations only, and 2 of 30 iterations
-  // came out alike.)
+  // came out alike.) So are connections whose pieces carry under a hundredth of
+  // the busiest one's bytes, whatever their period: on a slow machine, a DDP
+  // capture's Gloo notifications (about 1 kB an iteration beside 2.4 MB) were
+  // cut at a byte period that lasted an iteration but fell between messages that
+  // were not idle, and their 21 pieces, numbered as iterations, left 2 of 20
+  // iterations alike.
   // Each direction's piece time and count as cut (before any join), found once.
   std::vector<Nanos> piece_times(dirs.size(), -1);
   std::vector<std::size_t> piece_counts(dirs.size(), 0);
@@ -416,11 +424,19 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
     }
     return step.empty() ? Nanos{0} : percentile(step, 0.5);
   };
+  std::vector<std::uint64_t> piece_bytes(dirs.size(), 0);  // bytes a piece carries, on average
   for (std::size_t d : cut) {
     piece_times[d] = find_piece_time(d);
     std::set<std::int64_t> v(piece[d].begin(), piece[d].end());
     v.erase(kNoIteration);
     piece_counts[d] = v.size();
+    std::uint64_t steady = 0;
+    for (std::size_t i = 0; i < dirs[d].messages.size(); ++i) {
+      if (piece[d][i] == kNoIteration) continue;
+      const Message& m = a.messages[dirs[d].messages[i]];
+      steady += m.end - m.begin;
+    }
+    piece_bytes[d] = v.empty() ? 0 : steady / v.size();
   }
   const auto piece_time = [&](std::size_t d) { return piece_times[d]; };
   const auto pieces = [&](std::size_t d) { return piece_counts[d]; };
@@ -450,7 +466,8 @@ Iterations find_iterations(const std::vector<ProcessTrace>& traces, const Captur
   std::vector<std::size_t> parts;  // directions cut at a whole fraction of the iteration
   std::erase_if(cut, [&](std::size_t d) {
     const Nanos t = piece_time(d);
-    const bool keep = d == busiest || (2 * t >= period && t <= 2 * period && 2 * pieces(d) < 3 * iterations);
+    const bool keep = d == busiest || (2 * t >= period && t <= 2 * period && 2 * pieces(d) < 3 * iterations &&
+                                       kSmallShare * piece_bytes[d] >= piece_bytes[busiest]);
     if (!keep && parts_of(busiest, d) > 0) {
       parts.push_back(d);
       return true;

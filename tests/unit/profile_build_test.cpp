@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <set>
 
@@ -12,6 +13,7 @@
 #include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/profile/build.hpp"
+#include "tensorwire/util/temp_dir.hpp"
 
 namespace tw {
 namespace {
@@ -810,6 +812,23 @@ observed:
   EXPECT_EQ(t.flow_bytes[0], 4000000u);
   EXPECT_EQ(t.flow_busy[0], 3 * kMilli);
   EXPECT_NEAR(flow_rate_bps(t, 0), 4e6 * 8 / 3e-3, 1e3);
+}
+
+// A real capture (tests/unit/captures/README.md): PyTorch DDP on four hosts,
+// whose Gloo notifications were once cut into 21 pieces and numbered as the
+// job's iterations, so that only 1 of its 20 iterations was kept as steady.
+TEST(ProfileBuild, ARealDdpCaptureKeepsItsSteadyIterations) {
+  TempDir d("tw-ddp-capture");
+  const std::string archive = std::string(TW_SOURCE_DIR) + "/tests/unit/captures/ddp-mlp-4hosts-slow.tar.gz";
+  ASSERT_EQ(std::system(("tar -xzf '" + archive + "' -C '" + d.path() + "'").c_str()), 0);
+  std::vector<std::string> dirs;
+  for (int h = 0; h < 4; ++h) dirs.push_back(d.path() + "/ddp-mlp-4hosts-slow/h" + std::to_string(h));
+  const BuiltProfile b = build_profile(read_captures(dirs), {});
+  EXPECT_EQ(b.report.detected, 20) << build_report_text(b.report);
+  // Every iteration but the first and the last (18) is steady; 16 leaves room
+  // for a change in how the ends are told from the rest.
+  EXPECT_GE(b.report.used, 16) << build_report_text(b.report);
+  EXPECT_EQ(b.profile.ranks.size(), 4u);
 }
 
 }  // namespace
