@@ -379,8 +379,10 @@ echo "agent's core for the spin window before every deadline; on this virtual ma
 echo "wake-ups are often hundreds of microseconds late, which only a long window absorbs."
 echo
 echo "The baseline is a bare loop on the same hosts (bench/blocking_pair send-paced): it"
-echo "sleeps in clock_nanosleep until the spin window, spins on the clock to the deadline"
-echo "and writes; its error is its last clock read's lateness. Real-time: the agents at"
+echo "sleeps in clock_nanosleep until the spin window (with a timer slack of 1 ns: the"
+echo "agents' timerfd has none), spins on the clock to the deadline and writes; its error"
+echo "is its last clock read's lateness. Unlike the agents it does not wake early by the"
+echo "wake-up delay it has seen, so without a spin it is late by that delay. Real-time: the agents at"
 echo "SCHED_FIFO priority 50 with their I/O thread pinned to a core (\`--realtime --pin\`,"
 echo "as root), the loop likewise (chrt -f 50, taskset)."
 echo
