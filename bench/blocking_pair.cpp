@@ -31,9 +31,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "copy_alignment.hpp"
 #include "tx_timestamps.hpp"
 
 int main(int argc, char** argv) {
@@ -58,13 +60,15 @@ int main(int argc, char** argv) {
       const int lowat = std::atoi(argv[5]);
       if (lowat <= 0 || ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) != 0) return 1;
     }
-    std::vector<char> buf(256 * 1024);
+    // Each read lands at the stream's position modulo the alignment, as the
+    // agents' reads do (copy_alignment.hpp).
+    std::vector<char> buf(256 * 1024 + tw::kCopySlack);
     const std::size_t total = size * count;
     std::size_t got = 0;
     auto start = std::chrono::steady_clock::now();
     bool first = true;
     while (got < total) {
-      const ssize_t n = ::read(fd, buf.data(), buf.size());
+      const ssize_t n = ::read(fd, tw::aligned_view(std::span<char>(buf), got), tw::aligned_view_size(buf.size()));
       if (n <= 0) return 1;
       if (first) {
         start = std::chrono::steady_clock::now();
@@ -106,10 +110,11 @@ int main(int argc, char** argv) {
   }
   std::vector<tw::TxStamp> stamps(256);
   std::size_t reports = 0;
-  // The message buffer starts on a cache line, as the kernel's copy of it will
-  // (copy_alignment.hpp: misaligned copies cost several times more here).
-  std::vector<char> store(size + 64, 'x');
-  char* const msg = store.data() + (64 - reinterpret_cast<std::uintptr_t>(store.data()) % 64) % 64;
+  // The message starts on a cache line, as the kernel's copy of it will when the
+  // sender is alone on its thread (copy_alignment.hpp: misaligned copies cost
+  // several times more here).
+  std::vector<char> store(size + tw::kCopySlack, 'x');
+  char* const msg = tw::aligned_view(std::span<char>(store), 0);
   const auto mono = [] {
     timespec t{};
     ::clock_gettime(CLOCK_MONOTONIC, &t);

@@ -171,7 +171,8 @@ echo "core and the receiver has the other, so \`--io-threads 2\` adds a thread b
 echo "here. Ratios above 100% are not wins. iperf3 3.12 drives all of a process's streams"
 echo "from one thread, so 16 flows are compared with 4 iperf3 processes of 4 streams each;"
 echo "even so its receivers fall behind by turns, four processes beside their four senders"
-echo "on two cores: in 3 runs of 16 streams (2026-12-05, ss -ti at the sender), 4 to 8"
+echo "on two cores: in 3 runs of 16 streams (2026-12-05, ss -ti at the sender; 1-minute"
+echo "load about 1.0, from these runs alone), 4 to 8"
 echo "of its 16 connections were limited by the receive window for 29-86% of their busy"
 echo "time, the agent's for at most 1.8% (one receiving thread reads all 16 flows in"
 echo "turn). With one flow, iperf3 swings by a third from one minute to the next on this"
@@ -396,11 +397,21 @@ echo
 } > "$work/prec.yaml"
 specs=("0 normal" "50 normal" "500 normal" "0 realtime" "50 realtime" "500 realtime")
 declare -A p50 p99 pmax l50 l99 lmax
-gaps_rate="" gaps_lost="" gaps_p99="" gaps_read=""
+gaps_rate="" gaps_lost="" gaps_p99="" gaps_read="" gaps_loc="" gaps_irq="" gaps_steal=""
+# Core 0's local timer interrupts, all its interrupts, and its steal time (ticks).
+cpu0_counts() {
+  echo "$(awk '$1 == "LOC:" {print $2}' /proc/interrupts)" \
+    "$(awk 'NR > 1 && $2 ~ /^[0-9]+$/ {s += $2} END {print s}' /proc/interrupts)" \
+    "$(awk '$1 == "cpu0" {print $9}' /proc/stat)"
+}
 for ((k = 0; k < REPS; k++)); do
-  # What the machine itself takes from a core that spins, nothing else running.
+  # What the machine itself takes from a core that spins, nothing else running,
+  # and what the guest's own interrupts and steal time say of it meanwhile.
+  read -r loc0 irq0 steal0 < <(cpu0_counts)
   read -r g_read g_rate g_lost _ g_p99 _ _ < <(taskset -c 0 "$build/bench/vcpu_gaps" 3)
+  read -r loc1 irq1 steal1 < <(cpu0_counts)
   gaps_read+=" $g_read" gaps_rate+=" $g_rate" gaps_lost+=" $g_lost" gaps_p99+=" $g_p99"
+  gaps_loc+=" $(((loc1 - loc0) / 3))" gaps_irq+=" $(((irq1 - irq0 - loc1 + loc0) / 3))" gaps_steal+=" $((steal1 - steal0))"
   for i in "${!specs[@]}"; do
     set -- ${specs[$i]}
     if [ "$2" = realtime ]; then extra=(--realtime --pin) rt=(chrt -f 50); else extra=() rt=(); fi
@@ -446,10 +457,12 @@ echo "clock read costs $(spread $gaps_read) ns; the core is away for more than 1
 echo "$(spread $gaps_rate) times a second, $(spread $gaps_lost)% of the time in all. A"
 echo "deadline at a random instant is seen $(spread $gaps_p99) us late or more one time"
 echo "in a hundred by a thread that does nothing but spin: the floor under any p99 above."
-echo "The guest's own interrupts do not explain these gaps (250 timer ticks a second on"
-echo "a spinning core, and a handful of others), and its steal time reads zero: the host"
-echo "takes the vCPU away, which no priority inside the guest prevents; so do the maxima,"
-echo "at any priority. The agent's p50 above the loop's is its own path from the end of"
+echo "Meanwhile the guest handled $(spread $gaps_loc) local timer interrupts a second on"
+echo "that core and $(spread $gaps_irq) others (/proc/interrupts), and its steal time"
+echo "grew by $(spread $gaps_steal) ticks in the 3 s (/proc/stat). Where these fall far"
+echo "short of the gaps, the guest did not take the core: the host took the vCPU away,"
+echo "which no priority inside the guest prevents; so do the maxima, at any priority."
+echo "The agent's p50 above the loop's is its own path from the end of"
 echo "the spin to the write."
 echo
 echo "### Fidelity on a synthetic profile"
