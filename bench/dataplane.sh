@@ -4,7 +4,8 @@
 # next to its baseline measured in the same run:
 #   throughput     one flow of 1, 8, 64 MiB messages vs iperf3; 4 and 16 flows vs
 #                  iperf3 -P 4/16, on one I/O thread and on two (--io-threads 2);
-#                  one flow of 1 MiB with each side pinned to a core
+#                  one flow of 1 MiB with each side pinned to a core, and vs a
+#                  blocking pair; one flow each way vs iperf3 --bidir and two iperf3
 #   small messages 4 KiB and 64 KiB messages per second vs a blocking write loop;
 #                  64 KiB with each side pinned to a core
 #   start error    planned start to first write, p50 and p99, with and without spin,
@@ -211,6 +212,77 @@ done
 echo "| 1 flow, 1MiB messages | $(spread "${ours[@]}") Gb/s | $(spread "${plain[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${plain[*]}") |" \
   "$(spread "${lowat[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${lowat[*]}") |"
 echo
+# Both directions at once, as each rank of a ring sends to one neighbour while it
+# receives from the other: one flow each way, each agent sending and receiving on
+# its one I/O thread. Baselines: iperf3 --bidir (one process a side, one thread
+# for both directions, as an agent) and two iperf3 processes, one each way.
+bidir_profile() {  # SIZE COUNT > profile
+  echo "version: 1"; echo "iterations: $2"; echo "iteration_barrier: false"
+  echo "ranks: [{id: 0}, {id: 1}]"
+  echo "flows: [{id: f0, src: 0, dst: 1}, {id: f1, src: 1, dst: 0}]"
+  echo "ops: [{id: s0, type: send, flow: f0, bytes: $1}, {id: s1, type: send, flow: f1, bytes: $1}]"
+}
+bidir_ours() {  # SIZE COUNT -> Gb/s, both directions' receiver-side rates summed
+  bidir_profile "$1" "$2" > "$work/b.yaml"
+  agents "$work/b.yaml" "$work/b"
+  "$tw" results rates "$work/b" --json |
+    /usr/bin/python3 -c 'import json, sys; print("%.2f" % (sum(r["bits_per_second"] for r in json.load(sys.stdin)["ranks"]) / 1e9))'
+  rm -rf "$work/b"
+}
+bidir_iperf() {  # -> Gb/s of iperf3 --bidir -N, both directions summed
+  ip netns exec $B iperf3 -s -1 -p 5201 > /dev/null 2>&1 &
+  local server=$!
+  sleep 0.3
+  ip netns exec $A iperf3 -c $IPB -p 5201 -t 4 --bidir -N -J > "$work/bidir.json"
+  wait $server || true
+  /usr/bin/python3 -c "
+import json
+e = json.load(open('$work/bidir.json'))['end']
+print(f\"{(e['sum_received']['bits_per_second'] + e['sum_received_bidir_reverse']['bits_per_second']) / 1e9:.2f}\")"
+}
+two_iperf() {  # -> Gb/s of two iperf3 -N processes, one each way, summed
+  ip netns exec $B iperf3 -s -1 -p 5201 > /dev/null 2>&1 &
+  local s1=$!
+  ip netns exec $A iperf3 -s -1 -p 5202 > /dev/null 2>&1 &
+  local s2=$!
+  sleep 0.3
+  ip netns exec $A iperf3 -c $IPB -p 5201 -t 4 -N -J > "$work/way1.json" &
+  local c1=$!
+  ip netns exec $B iperf3 -c $IPA -p 5202 -t 4 -N -J > "$work/way2.json"
+  wait $c1
+  wait $s1 $s2 || true
+  /usr/bin/python3 -c "
+import json
+print(f\"{sum(json.load(open(f'$work/way{k}.json'))['end']['sum_received']['bits_per_second'] for k in (1, 2)) / 1e9:.2f}\")"
+}
+echo "Both directions at once, as each rank of a ring sends to one neighbour while it"
+echo "receives from the other: one flow each way, each agent sending and receiving on its"
+echo "one I/O thread; both directions' receiver-side rates summed. Baselines: iperf3"
+echo "--bidir -N (one process a side, one thread for both directions, as an agent) and two"
+echo "iperf3 -N processes, one each way. Median of $REPS runs (range), ratios paired, the"
+echo "runs alternating:"
+echo
+echo "| what | tensorwire | iperf3 --bidir -N | ratio | two iperf3 -N, one each way | ratio |"
+echo "|---|---|---|---|---|---|"
+ours=() bidir=() two=()
+for ((k = 0; k < REPS; k++)); do
+  bidir+=("$(bidir_iperf)")
+  ours+=("$(bidir_ours 8MiB 300)")
+  two+=("$(two_iperf)")
+done
+echo "| 1 flow each way, 8MiB messages | $(spread "${ours[@]}") Gb/s | $(spread "${bidir[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${bidir[*]}") |" \
+  "$(spread "${two[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${two[*]}") |"
+echo
+echo "Above 100% again, and not a win. Both iperf3 baselines read without a low-water"
+echo "mark and wake for every few segments: in 2 runs with perf stat (2026-12-05, same"
+echo "machine, 1-minute load about 1.0 from these runs alone; 1.68 GB), iperf3 --bidir was"
+echo "switched out 1 058-3 009 times a side against the agents' 334-398, for about the"
+echo "same CPU time (306-410 ms a side against 323-341 ms, start-up included): it waited"
+echo "more than it worked. Two blocking pairs (bench/blocking_pair) that read with the"
+echo "agents' low-water mark, one each way, moved 30.4-32.2 Gb/s in 6 runs: four threads"
+echo "on two cores, where each agent sends and receives from one. No baseline here reads"
+echo "from one thread a side with a low-water mark, as the agents do."
+echo
 echo "Where the time went before the copies were aligned (2026-12-03; perf stat -e"
 echo "task-clock and perf record; one flow of 8 MiB"
 echo "messages, 2.5 GB in all, the sender pinned to core 0 and the receiver to core 1; 5"
@@ -307,9 +379,28 @@ echo "Four flows, still short (2026-12-05, same machine, 1-minute load up to 1.0
 echo "these runs alone): in 2 runs with ss -ti at the sender, the agent's four connections"
 echo "were limited by the receive window for 6-23% of their busy time, iperf3 -P 4's for"
 echo "under 1% (with windows of up to 15 MB): with four flows the receiving agent still"
-echo "falls behind by turns. Reading 1 or 4 times per flow's turn instead of 16, or 256 KiB"
-echo "a call instead of 128, did not move the rate beyond that hour's noise (the same"
-echo "build moved 15-44 Gb/s from one run to the next)."
+echo "falls behind by turns. Reading 256 KiB a call instead of 128 did not move the rate"
+echo "beyond that hour's noise (the same build moved 15-44 Gb/s from one run to the next)."
+echo
+echo "Four flows, the receiver's buffers (2026-12-05, same machine, 1-minute load 0.5-1.2"
+echo "from these runs alone; 3.36 GB in four flows of 8 MiB messages, iperf3 -P 4 -N moving"
+echo "the same bytes). Linux grows a receive buffer from the bytes the reader took in the"
+echo "last round trip as the receiver estimates it, less what still waits in the queue"
+echo "(tracepoint tcp:tcp_rcvbuf_grow). In one traced run of each, the receiving agent's"
+echo "four sockets grew 4-8 times each, to 3.7-7.0 MB, estimating round trips of 42-157 us"
+echo "at their last growth; iperf3's grew 8-13 times, to 19.1-19.5 MB, at 556-953 us. A sender limited"
+echo "by a smaller window measures a shorter round trip at the receiver, which grows the"
+echo "buffer less: two steady states, and both programs land in either (iperf3 moved"
+echo "19.3-65.9 Gb/s in these rounds, the agent 32.7-58.4). Forcing 16 MB buffers"
+echo "(SO_RCVBUFFORCE) did not move the agent's rate (40.9-52.2 against 40.5-53.9 Gb/s,"
+echo "5 paired rounds). Reads per flow's turn did, in paired rounds: 1 instead of 16,"
+echo "20.2-55.2 against 40.5-53.9 Gb/s (5 rounds); 4, lower in 4 of 5; 64, higher in 8 of"
+echo "10 (by 4% in the median). The turn stays 16 reads: it bounds how long one incoming"
+echo "flow keeps the thread from the agent's own sends (16 reads of 128 KiB, about 0.2 ms"
+echo "of copying), which a rank of a ring, sending while it receives, pays in start error."
+echo "Discarding the received bytes instead of copying them (recv with MSG_TRUNC) moved"
+echo "49.8-63.2 Gb/s against 40.5-53.9 in the same rounds; not adopted: a replayed"
+echo "receiver copies what it receives, as the job's did and as iperf3 does."
 echo
 echo "### Small messages"
 echo
