@@ -3,6 +3,7 @@
 // queue or above each producer's share.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 
@@ -54,6 +55,32 @@ TEST(RecordBudget, TheWriterSleepsLongOnlyWhenTheQueueHoldsTheRun) {
   EXPECT_EQ(Recorder::idle_sleep(1, std::numeric_limits<std::uint64_t>::max()), Recorder::kIdleSleep);
 }
 static_assert(Recorder::kIdleSleepWhole > Recorder::kIdleSleep);
+
+TEST(RecordBudget, TheWriterComesOftenOnlyWhenRecordsComeFast) {
+  using std::chrono::milliseconds;
+  const std::size_t room = Recorder::kMinPerProducer;
+  const auto whole = Recorder::kIdleSleepWhole;
+  // A trickle of records (a message a millisecond): the writer backs off to
+  // kIdleSleep, not further while records come, even when the queue holds the run.
+  milliseconds s = Recorder::kSleep;
+  for (int i = 0; i < 20; ++i) s = Recorder::next_sleep(s, 3, room, whole);
+  EXPECT_EQ(s, Recorder::kIdleSleep);
+  // Nothing came: it may idle as long as the queue allows.
+  for (int i = 0; i < 20; ++i) s = Recorder::next_sleep(s, 0, room, whole);
+  EXPECT_EQ(s, whole);
+  for (int i = 0; i < 20; ++i) s = Recorder::next_sleep(s, 0, room, Recorder::kIdleSleep);
+  EXPECT_EQ(s, Recorder::kIdleSleep);
+  // A pass that took more than an eighth of a producer's room halves the sleep,
+  // down to kSleep; an eighth or less does not.
+  EXPECT_EQ(Recorder::next_sleep(milliseconds(32), room / 8 + 1, room, whole), milliseconds(16));
+  EXPECT_EQ(Recorder::next_sleep(milliseconds(16), room / 8, room, whole), milliseconds(32));
+  s = Recorder::kIdleSleep;
+  for (int i = 0; i < 20; ++i) s = Recorder::next_sleep(s, room, room, whole);
+  EXPECT_EQ(s, Recorder::kSleep);
+}
+// The longest sleep while records come, at a million records a second, fits
+// the smallest room a producer has.
+static_assert(Recorder::kIdleSleep.count() * 1000 <= static_cast<long>(Recorder::kMinPerProducer));
 
 }  // namespace
 }  // namespace tw

@@ -12,6 +12,7 @@ namespace tw {
 Recorder::Recorder(const std::string& path, std::size_t producers, const IndexMap* ops, const IndexMap* flows, std::uint64_t most)
     : queue_(per_producer(producers, most), std::max<std::size_t>(producers, 1), 0), ops_(ops != nullptr && !ops->identity() ? ops : nullptr),
       flows_(flows != nullptr && !flows->identity() ? flows : nullptr),
+      per_producer_(per_producer(producers, most)),
       idle_sleep_(idle_sleep(producers, most)),
       file_(path) {
   for (std::size_t i = 0; i < std::max<std::size_t>(producers, 1); ++i) producers_.push_back(std::make_unique<Producer>(queue_));
@@ -44,23 +45,21 @@ int Recorder::stop() {
   return file_.error();
 }
 
-// The writer sleeps when the queue is empty instead of waiting on a semaphore:
-// on small machines every core is needed by the agents, and a push must not make
-// a system call. It sleeps kSleep after a pass that found records, and twice as
-// long after each empty one, up to kIdleSleep: hundreds of agents waiting for
-// their set-up or a long compute would otherwise wake 500 times a second each
-// (a quarter of all CPU time with 256 agents on 2 cores). The longest sleep's
-// records fit the queue: kMinPerProducer at a million records a second, or the
-// whole run when the queue holds it (idle_sleep()).
+// The writer sleeps between passes instead of waiting on a semaphore: on small
+// machines every core is needed by the agents, and a push must not make a system
+// call. How long: next_sleep(), from what the last pass took. Hundreds of agents
+// waiting for their set-up or a long compute, or a writer woken every few
+// milliseconds for a handful of records, would take the cores the agents spin and
+// send on.
 void Recorder::run() {
   std::vector<Record> batch(4096);
   auto sleep = kSleep;
   for (;;) {
     const bool last = stopping_;  // read before draining: nothing is pushed after stop()
     std::size_t n;
-    bool found = false;
+    std::size_t taken = 0;
     while ((n = queue_.try_dequeue_bulk(batch.data(), batch.size())) > 0) {
-      found = true;
+      taken += n;
       if (ops_ != nullptr || flows_ != nullptr) {
         const auto op = [this](std::uint32_t i) { return ops_ != nullptr ? ops_->to_global(i) : i; };
         const auto flow = [this](std::uint32_t i) { return flows_ != nullptr ? flows_->to_global(i) : i; };
@@ -69,7 +68,7 @@ void Recorder::run() {
       file_.write(batch.data(), n);
     }
     if (last) break;
-    sleep = found ? kSleep : std::min(sleep * 2, idle_sleep_);
+    sleep = next_sleep(sleep, taken, per_producer_, idle_sleep_);
     std::unique_lock lock(wake_mutex_);
     wake_.wait_for(lock, sleep, [this] { return stopping_.load(); });
   }
