@@ -60,27 +60,29 @@ TEST(RecordBudget, TheWriterComesOftenOnlyWhenRecordsComeFast) {
   using std::chrono::milliseconds;
   const std::size_t room = Recorder::kMinPerProducer;
   const auto whole = Recorder::kIdleSleepWhole;
-  // A trickle of records (a message a millisecond): the writer backs off to
-  // kIdleSleep, not further while records come, even when the queue holds the run.
+  // A trickle of records (a few a pass): the writer backs off to kTrickleSleep,
+  // not further while records come, even when the queue holds the run.
   milliseconds s = Recorder::kSleep;
-  for (int i = 0; i < 20; ++i) s = Recorder::next_sleep(s, 3, room, whole);
-  EXPECT_EQ(s, Recorder::kIdleSleep);
+  for (int i = 0; i < 20; ++i) s = Recorder::next_sleep(s, 16, room, whole);
+  EXPECT_EQ(s, Recorder::kTrickleSleep);
   // Nothing came: it may idle as long as the queue allows.
   for (int i = 0; i < 20; ++i) s = Recorder::next_sleep(s, 0, room, whole);
   EXPECT_EQ(s, whole);
   for (int i = 0; i < 20; ++i) s = Recorder::next_sleep(s, 0, room, Recorder::kIdleSleep);
   EXPECT_EQ(s, Recorder::kIdleSleep);
-  // A pass that took more than an eighth of a producer's room halves the sleep,
-  // down to kSleep; an eighth or less does not.
-  EXPECT_EQ(Recorder::next_sleep(milliseconds(32), room / 8 + 1, room, whole), milliseconds(16));
-  EXPECT_EQ(Recorder::next_sleep(milliseconds(16), room / 8, room, whole), milliseconds(32));
-  s = Recorder::kIdleSleep;
-  for (int i = 0; i < 20; ++i) s = Recorder::next_sleep(s, room, room, whole);
-  EXPECT_EQ(s, Recorder::kSleep);
+  // Records again after a long idle: a trickle comes back to kTrickleSleep, a
+  // burst at once to kSleep.
+  EXPECT_EQ(Recorder::next_sleep(whole, 1, room, whole), Recorder::kTrickleSleep);
+  EXPECT_EQ(Recorder::next_sleep(whole, room / 8 + 1, room, whole), Recorder::kSleep);
+  EXPECT_EQ(Recorder::next_sleep(Recorder::kTrickleSleep, room / 8 + 1, room, whole), Recorder::kSleep);
+  // An eighth of a producer's room or less is still a trickle.
+  EXPECT_EQ(Recorder::next_sleep(milliseconds(8), room / 8, room, whole), milliseconds(16));
 }
-// The longest sleep while records come, at a million records a second, fits
-// the smallest room a producer has.
+// A trickle's longest sleep, at a million records a second, fills under half of
+// the smallest room a producer has; an idle spell's fits it.
+static_assert(Recorder::kTrickleSleep.count() * 1000 * 2 <= static_cast<long>(Recorder::kMinPerProducer));
 static_assert(Recorder::kIdleSleep.count() * 1000 <= static_cast<long>(Recorder::kMinPerProducer));
+static_assert(Recorder::kTrickleSleep < Recorder::kIdleSleep);
 
 }  // namespace
 }  // namespace tw

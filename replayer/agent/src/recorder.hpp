@@ -75,18 +75,21 @@ class Recorder {
     const std::size_t share = std::max<std::size_t>(kMinPerProducer, kCapacity / std::max<std::size_t>(producers, 1));
     return static_cast<std::size_t>(std::min<std::uint64_t>(share, std::max<std::uint64_t>(most, kSmallest)));
   }
-  // The writer's sleep between passes over the queue (next_sleep()): halved, down
-  // to kSleep, after a pass that took more than an eighth of what a producer can
-  // hold; else doubled, up to kIdleSleep while records come and to idle_sleep()
-  // when none came. kIdleSleep's records at a million a second fit
-  // kMinPerProducer, so no record waits for a room that the writer has not made;
-  // a queue that holds every record the run can push may idle for
-  // kIdleSleepWhole, as nothing can be dropped for want of a pass. A writer that
-  // woke every 2 ms while records came (as it did) was 2 000 of the 5 200 times a
-  // sending agent was switched out in 3 s of messages 1 ms apart (perf stat), each
-  // a chance to take the core from an I/O thread spinning to a deadline; 256
-  // agents waking 30 times a second were still 5% of a 256-agent set-up's CPU time.
+  // The writer's sleep between passes over the queue (next_sleep()): kSleep
+  // after a pass that took more than an eighth of what a producer can hold; else
+  // twice the last, up to kTrickleSleep while records come and to idle_sleep()
+  // when none came. kTrickleSleep's records at a million a second fill under half
+  // of kMinPerProducer, and a rate that jumps past an eighth of it brings the
+  // writer back at kSleep; kIdleSleep's (after an idle spell, as before) fill
+  // nearly all of it. A queue that holds every record the run can push may idle
+  // for kIdleSleepWhole, as nothing can be dropped for want of a pass. With the
+  // writer back at kSleep after any pass that found records (as it was), a sending
+  // agent pacing 3 000 messages 1 ms apart was switched out 4 809-5 260 times, and
+  // 3 388-3 404 with this back-off (perf stat): each switch a chance to take the
+  // core from an I/O thread spinning to a deadline. 256 agents waking 30 times a
+  // second were still 5% of a 256-agent set-up's CPU time.
   static constexpr std::chrono::milliseconds kSleep{2};
+  static constexpr std::chrono::milliseconds kTrickleSleep{16};
   static constexpr std::chrono::milliseconds kIdleSleep{32};
   static constexpr std::chrono::milliseconds kIdleSleepWhole{1000};
   static std::chrono::milliseconds idle_sleep(std::size_t producers, std::uint64_t most) {
@@ -94,8 +97,8 @@ class Recorder {
   }
   static std::chrono::milliseconds next_sleep(std::chrono::milliseconds sleep, std::size_t taken, std::size_t per_producer,
                                               std::chrono::milliseconds longest) {
-    if (taken > per_producer / 8) return std::max(kSleep, sleep / 2);
-    return std::min(sleep * 2, taken > 0 ? std::min(longest, kIdleSleep) : longest);
+    if (taken > per_producer / 8) return kSleep;
+    return std::min(sleep * 2, taken > 0 ? std::min(longest, kTrickleSleep) : longest);
   }
 
  private:
