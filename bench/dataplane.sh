@@ -103,6 +103,9 @@ iperf() {  # FLOWS [iperf3 options] -> Gb/s
     clients+=($!)
   done
   wait "${clients[@]}"
+  # The client has its server's figures; a server whose client never connected
+  # would wait for good.
+  kill "${servers[@]}" 2> /dev/null || true
   wait "${servers[@]}" || true
   /usr/bin/python3 -c "
 import json, sys
@@ -222,11 +225,16 @@ bidir_profile() {  # SIZE COUNT > profile
   echo "flows: [{id: f0, src: 0, dst: 1}, {id: f1, src: 1, dst: 0}]"
   echo "ops: [{id: s0, type: send, flow: f0, bytes: $1}, {id: s1, type: send, flow: f1, bytes: $1}]"
 }
-bidir_ours() {  # SIZE COUNT -> Gb/s, both directions' receiver-side rates summed
+bidir_ours() {  # SIZE COUNT -> Gb/s: the bytes both ranks received over the span
+  # from the first byte either received to the last (a direction that finished
+  # first leaves the other alone on the link, which iperf3's timed runs never do)
   bidir_profile "$1" "$2" > "$work/b.yaml"
   agents "$work/b.yaml" "$work/b"
-  "$tw" results rates "$work/b" --json |
-    /usr/bin/python3 -c 'import json, sys; print("%.2f" % (sum(r["bits_per_second"] for r in json.load(sys.stdin)["ranks"]) / 1e9))'
+  "$tw" results rates "$work/b" --json | /usr/bin/python3 -c '
+import json, sys
+ranks = json.load(sys.stdin)["ranks"]
+span = max(r["last_ns"] for r in ranks) - min(r["first_ns"] for r in ranks)
+print("%.2f" % (sum(r["bytes"] for r in ranks) * 8 / span))'
   rm -rf "$work/b"
 }
 bidir_iperf() {  # -> Gb/s of iperf3 --bidir -N, both directions summed
@@ -234,6 +242,7 @@ bidir_iperf() {  # -> Gb/s of iperf3 --bidir -N, both directions summed
   local server=$!
   sleep 0.3
   ip netns exec $A iperf3 -c $IPB -p 5201 -t 4 --bidir -N -J > "$work/bidir.json"
+  kill $server 2> /dev/null || true
   wait $server || true
   /usr/bin/python3 -c "
 import json
@@ -250,6 +259,7 @@ two_iperf() {  # -> Gb/s of two iperf3 -N processes, one each way, summed
   local c1=$!
   ip netns exec $B iperf3 -c $IPA -p 5202 -t 4 -N -J > "$work/way2.json"
   wait $c1
+  kill $s1 $s2 2> /dev/null || true
   wait $s1 $s2 || true
   /usr/bin/python3 -c "
 import json
@@ -257,7 +267,8 @@ print(f\"{sum(json.load(open(f'$work/way{k}.json'))['end']['sum_received']['bits
 }
 echo "Both directions at once, as each rank of a ring sends to one neighbour while it"
 echo "receives from the other: one flow each way, each agent sending and receiving on its"
-echo "one I/O thread; both directions' receiver-side rates summed. Baselines: iperf3"
+echo "one I/O thread; the bytes both received over the span from the first byte either"
+echo "received to the last (iperf3: both directions' rates over its timed run). Baselines: iperf3"
 echo "--bidir -N (one process a side, one thread for both directions, as an agent) and two"
 echo "iperf3 -N processes, one each way. Median of $REPS runs (range), ratios paired, the"
 echo "runs alternating:"
@@ -275,7 +286,8 @@ echo "| 1 flow each way, 8MiB messages | $(spread "${ours[@]}") Gb/s | $(spread 
 echo
 echo "Above 100% again, and not a win. Both iperf3 baselines read without a low-water"
 echo "mark and wake for every few segments: in 2 runs with perf stat (2026-12-05, same"
-echo "machine, 1-minute load about 1.0 from these runs alone; 1.68 GB), iperf3 --bidir was"
+echo "machine, 1-minute load about 1.0 from these runs alone; 100 messages each way, 1.68"
+echo "GB in all, and iperf3 the same bytes), iperf3 --bidir was"
 echo "switched out 1 058-3 009 times a side against the agents' 334-398, for about the"
 echo "same CPU time (306-410 ms a side against 323-341 ms, start-up included): it waited"
 echo "more than it worked. Two blocking pairs (bench/blocking_pair) that read with the"
@@ -393,12 +405,12 @@ echo "by a smaller window measures a shorter round trip at the receiver, which g
 echo "buffer less: two steady states, and both programs land in either (iperf3 moved"
 echo "19.3-65.9 Gb/s in these rounds, the agent 32.7-58.4). Forcing 16 MB buffers"
 echo "(SO_RCVBUFFORCE) did not move the agent's rate (40.9-52.2 against 40.5-53.9 Gb/s,"
-echo "5 paired rounds), nor did 0.5, 1 or 2 MB (26.2-45.0 against 42.4-46.2, 5 more)."
-echo "Reads per flow's turn did, in paired rounds: 1 instead of 16,"
-echo "20.2-55.2 against 40.5-53.9 Gb/s (5 rounds); 4, lower in 4 of 5; 64, higher in 8 of"
+echo "5 paired rounds), and 0.5, 1 or 2 MB were no better (26.2-45.0 against 42.4-46.2,"
+echo "5 more rounds of each). Reads per flow's turn did, in paired rounds: 1 instead of 16,"
+echo "lower in 4 of 5 (20.2-55.2 against 40.5-53.9 Gb/s); 4, lower in 4 of 5; 64, higher in 8 of"
 echo "10 (by 4% in the median). The turn stays 16 reads: it bounds how long one incoming"
-echo "flow keeps the thread from the agent's own sends (16 reads of 128 KiB, about 0.2 ms"
-echo "of copying), which a rank of a ring, sending while it receives, pays in start error."
+echo "flow keeps the thread from the agent's own sends (16 reads of 128 KiB, 0.3-0.4 ms at"
+echo "these rates), which a rank of a ring, sending while it receives, pays in start error."
 echo "Discarding the received bytes instead of copying them (recv with MSG_TRUNC) moved"
 echo "49.8-63.2 Gb/s against 40.5-53.9 in the same rounds; not adopted: a replayed"
 echo "receiver copies what it receives, as the job's did and as iperf3 does."
