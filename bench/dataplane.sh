@@ -287,7 +287,7 @@ echo
 echo "Above 100% again, and not a win. Both iperf3 baselines read without a low-water"
 echo "mark and wake for every few segments: in 2 runs with perf stat (2026-12-05, same"
 echo "machine, 1-minute load about 1.0 from these runs alone; 100 messages each way, 1.68"
-echo "GB in all, and iperf3 the same bytes), iperf3 --bidir was"
+echo "GB in all; iperf3 --bidir -n 800M), iperf3 --bidir was"
 echo "switched out 1 058-3 009 times a side against the agents' 334-398, for about the"
 echo "same CPU time (306-410 ms a side against 323-341 ms, start-up included): it waited"
 echo "more than it worked. Two blocking pairs (bench/blocking_pair) that read with the"
