@@ -95,9 +95,9 @@ class Recorder {
   static std::chrono::milliseconds idle_sleep(std::size_t producers, std::uint64_t most) {
     return most <= per_producer(producers, most) ? kIdleSleepWhole : kIdleSleep;
   }
-  static std::chrono::milliseconds next_sleep(std::chrono::milliseconds sleep, std::size_t taken, std::size_t per_producer,
+  static std::chrono::milliseconds next_sleep(std::chrono::milliseconds sleep, std::size_t taken, std::size_t room,
                                               std::chrono::milliseconds longest) {
-    if (taken > per_producer / 8) return kSleep;
+    if (taken > room / 8) return kSleep;
     return std::min(sleep * 2, taken > 0 ? std::min(longest, kTrickleSleep) : longest);
   }
 
