@@ -100,6 +100,7 @@ int run_agent_command(const AgentArgs& a) {
   const RunSettings s = make_run_settings(p, a.replay, {});
   c.executor = executor_options_for(s, a.replay.slowdown);
   c.spin = s.spin;
+  c.read_gap = s.read_gap;
   c.delay = s.delay;
   c.connect_timeout = s.connect_timeout;
   c.idle_timeout = s.idle_timeout;

@@ -10,6 +10,12 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
   app->add_option("--link-gbps", a.link_gbps, "Link rate of the timing model (open-loop plan, comparison)")
       ->capture_default_str();
   app->add_option("--spin-us", a.spin_us, "Busy-wait this long before each deadline, and look again this long (at most 20 us) at a flow whose socket ran dry before it sleeps (default: 20, or 0 when the agents on this machine, --local or --testbed, are as many as its cores)");
+  app->add_option("--read-gap-us", a.read_gap_us,
+                  "Read a flow whose socket ran dry again no sooner than this after its last read that returned bytes "
+                  "(while it looks again, --spin-us above 0): fewer, larger reads, and fewer acknowledgements for the "
+                  "sender to process (small messages: docs/BENCHMARKS.md), at the cost of receive times resolved to "
+                  "this gap while a flow streams; results say so (default: 0, every read at once; at most 1000)")
+      ->capture_default_str();
   app->add_option("--delay-us", a.delay_us, "Emulated one-way latency added to every received message");
   app->add_option("--iterations", a.iterations, "Replay this many iterations instead of the profile's");
   app->add_flag("--no-tx-timestamps", a.no_tx_timestamps, "Do not ask the kernel for transmit timestamps (SO_TIMESTAMPING; they are taken in the agent's writes: about 1% of a DDP iteration on hosts sharing cores, docs/fidelity.md)");

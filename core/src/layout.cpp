@@ -96,6 +96,7 @@ nlohmann::json read_summary(const std::string& dir, RankId rank) {
     json_bool(*o, "realtime_applied", path + ": options");
     json_number(*o, "slowdown", path + ": options", 1);
     json_int(*o, "spin_ns", path + ": options");
+    json_int(*o, "read_gap_ns", path + ": options");
     json_int(*o, "delay_ns", path + ": options");
   }
   if (j.contains("iteration_times_ns")) {

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -601,6 +602,49 @@ std::string summary_error(const std::string& dir, int rank) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// --read-gap-us: a flow that ran dry is read again no sooner than the gap after
+// its last bytes, so the messages that stream in meanwhile are read together
+// (one read time for several), and every message and dependency is still
+// accounted for. Without the gap, the spinning receiver reads them one by one.
+TEST(Replay, AReadGapGathersTheReadsOfAStreamAndKeepsEveryRecord) {
+  const auto reads = [](const std::string& dir) {
+    std::set<Nanos> at;
+    std::size_t messages = 0;
+    for (const Record& rec : read_records(run_dir::records_file(dir, 1))) {
+      if (!rec.is(RecordKind::receive)) continue;
+      at.insert(rec.as<ReceiveRecord>().recv_last);
+      ++messages;
+    }
+    return std::pair{at.size(), messages};
+  };
+  TempDir dir;
+  const std::string profile = dir.path() + "/stream.yaml";
+  std::ofstream(profile) << "version: 1\niterations: 3000\niteration_barrier: false\nranks: [{id: 0}, {id: 1}]\n"
+                            "flows: [{id: f0, src: 0, dst: 1}]\nops: [{id: s0, type: send, flow: f0, bytes: 4096}]\n";
+  const Profile p = load(profile);
+  TempDir gathered;
+  const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + gathered.path() + " --spin-us 20 --read-gap-us 200",
+                    gathered.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const RunCheck c = check(p, gathered.path(), {3000, false, 50 * kMicro});
+  EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
+  EXPECT_EQ(c.messages, 3000U);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ifstream in(run_dir::summary_file(gathered.path(), static_cast<RankId>(rank)));
+    EXPECT_EQ(nlohmann::json::parse(in).at("options").at("read_gap_ns").get<Nanos>(), 200 * kMicro);
+  }
+  // 3000 messages sent back to back, each in a few microseconds: at least two
+  // arrive in each 200 us gap.
+  const auto [distinct, messages] = reads(gathered.path());
+  EXPECT_EQ(messages, 3000U);
+  EXPECT_LE(distinct * 2, messages) << distinct << " read times for " << messages << " messages";
+
+  // Out of range: a one-line error, before any agent starts.
+  const Ran bad = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() + "/bad --read-gap-us 5000", dir.path());
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("--read-gap-us must be from 0 to 1000"), std::string::npos) << bad.output;
 }
 
 TEST(Replay, AKilledPeerMakesTheOtherExitWithAClearError) {

@@ -96,10 +96,12 @@ TEST(Control, SettingsRoundTripAndBadFieldsAreNamed) {
   s.open_loop_offsets = {1, 2, 3};
   s.open_loop_period = 99;
   s.spin = 20000;
+  s.read_gap = 15000;
   s.delay = 5;
   s.tx_timestamps = false;
   const RunSettings t = run_settings_from_json(to_json(s));
   EXPECT_EQ(t.iterations, 7u);
+  EXPECT_EQ(t.read_gap, 15000);
   EXPECT_EQ(t.open_loop_offsets, s.open_loop_offsets);
   EXPECT_EQ(t.open_loop_period, 99);
   EXPECT_FALSE(t.tx_timestamps);
@@ -113,6 +115,12 @@ TEST(Control, SettingsRoundTripAndBadFieldsAreNamed) {
   }
   j = to_json(s);
   j["iterations"] = "many";
+  EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
+  // A read gap longer than kMostReadGap would spin a flow for that long.
+  j = to_json(s);
+  j["read_gap_ns"] = kMostReadGap + 1;
+  EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
+  j["read_gap_ns"] = -1;
   EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
 }
 

@@ -132,6 +132,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         s.read_lag = p_.flows[f].read_lag;
         s.wake_early = &wake_early_;
         s.spin = c.spin;
+        s.read_gap = c.read_gap;
         s.read_buffer = read_buffers_[t];
         s.iterations = iterations_;
         s.realtime_offset = realtime_offset_;
@@ -699,6 +700,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     s.open_loop = c_.executor.open_loop;
     s.slowdown = c_.executor.slowdown;
     s.spin = c_.spin;
+    s.read_gap = c_.read_gap;
     s.delay = c_.delay;
     s.tx_timestamps = c_.tx_timestamps;
     s.tx_stamp_every = c_.tx_stamp_every;

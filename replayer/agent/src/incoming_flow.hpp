@@ -49,6 +49,9 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     // The delivery timer's spin, and how long a flow whose socket ran dry keeps
     // looking before it sleeps in epoll (keep_looking()).
     Nanos spin = 0;
+    // While it looks again, a flow reads no sooner than this after its last read
+    // that returned bytes (read_some()).
+    Nanos read_gap = 0;
     // Where reads land: shared by the flows of one I/O thread (a read is
     // decoded before the next begins), so that memory grows with the threads,
     // not with the flows. Must outlive the flow and hold more than kCopySlack
@@ -99,6 +102,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   void read_some();
   void read_later();
   bool keep_looking();
+  bool too_soon(Nanos now) const;
   void peer_closed();
   std::string where() const;
   void arm_delivery();

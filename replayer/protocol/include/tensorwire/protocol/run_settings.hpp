@@ -30,6 +30,9 @@ struct RunSettings {
   std::vector<Nanos> open_loop_offsets;
   Nanos open_loop_period = 0;
   Nanos spin = 0;
+  // A flow that ran dry is read again no sooner than this after its last read
+  // that returned bytes (while it looks again, within its spin); 0: at once.
+  Nanos read_gap = 0;
   Nanos delay = 0;
   bool tx_timestamps = true;
   std::uint32_t tx_stamp_every = 1;  // transmit timestamps of every Nth message of a flow
@@ -42,6 +45,8 @@ struct RunSettings {
 };
 
 inline constexpr std::uint32_t kMaxIoThreads = 64;
+// The longest read gap: a flow spins this long at most before each look.
+inline constexpr Nanos kMostReadGap = 1000 * kMicro;
 
 nlohmann::json to_json(const RunSettings& s);
 // Throws std::runtime_error naming the field on a missing or mistyped one.
