@@ -125,9 +125,9 @@ echo "-N, four flows at 113%, 16 flows at 136%, 4 KiB messages at 110% and 64 Ki
 echo "the blocking loop, and a start p99 of 5.7 us. On a 2-core Intel Xeon virtual machine"
 echo "(Linux 6.18.44-fc-v1252, 2026-12-05) small messages fall well short of the loop, for a"
 echo "reason found there: the receiver's acknowledgements (Small messages, below). There one"
-echo "flow of 1 MiB messages also reached only 84% (74-103%) of the blocking pair with the"
-echo "agents' low-water mark, the like-for-like baseline for one flow (next table); whether"
-echo "for the same reason is not measured."
+echo "flow of 1 MiB messages reached 84% (74-103%) and 91% (81-113%), in two runs, of the"
+echo "blocking pair with the agents' low-water mark, the like-for-like baseline for one"
+echo "flow (next table); whether for the same reason is not measured."
 echo
 echo "### Throughput"
 echo
@@ -438,16 +438,20 @@ echo "overhead from the kernel's cost of measuring."
 echo
 echo "| message | tensorwire | blocking loop | ratio | blocking loop, timestamped | ratio |"
 echo "|---|---|---|---|---|---|"
-for spec in "4096 200000" "65536 50000" "65536 50000 pin" "4096 200000 --no-tx-timestamps"; do
+# The agents' options of a row follow its size and count; the timestamped loop is
+# the baseline wherever the agents ask for transmit timestamps.
+for spec in "4096 200000" "65536 50000" "65536 50000 pin" "4096 200000 --no-tx-timestamps" "4096 200000 --read-gap-us 20"; do
   set -- $spec
   size=$1 count=$2
   shift 2
   PIN=0
   [ "${1:-}" = pin ] && PIN=1 && shift
+  stamps=1
+  [ "${1:-}" = --no-tx-timestamps ] && stamps=0
   ours=() plain=() stamped=()
   for ((k = 0; k < REPS; k++)); do
     plain+=("$(pair_rate send $size $count)")
-    [ $# -gt 0 ] || stamped+=("$(pair_rate send-stamped $size $count)")
+    [ $stamps = 0 ] || stamped+=("$(pair_rate send-stamped $size $count)")
     stream_profile $size 1 $count > "$work/p.yaml"
     # shellcheck disable=SC2046  # one option or none
     agents "$work/p.yaml" "$work/s" $(pin_option) "$@"
@@ -457,9 +461,10 @@ for spec in "4096 200000" "65536 50000" "65536 50000 pin" "4096 200000 --no-tx-t
   label="$((size / 1024)) KiB"
   [ "$PIN" = 0 ] || label="$label, each side pinned to a core"
   cells="| - | - |"
-  if [ $# -gt 0 ]; then
+  if [ $stamps = 0 ]; then
     label="$label, without transmit timestamps"
   else
+    [ $# = 0 ] || label="$label, \`$*\`"
     cells="| $(spread "${stamped[@]}") | $(paired_ratio "${ours[*]}" "${stamped[*]}") |"
   fi
   echo "| $label | $(spread "${ours[@]}") | $(spread "${plain[@]}") | $(paired_ratio "${ours[*]}" "${plain[*]}") $cells"
@@ -496,16 +501,17 @@ echo "experiment, a flow that ran dry was looked at again no sooner than a fixed
 echo "its last read that returned bytes (4 alternating rounds): without the gap the agent"
 echo "moved 216 000-237 000 messages a second, with 10 us 246 000-274 000, with 20 us 245"
 echo "000-294 000, with 40 us 262 000-320 000, and the loop 236 000-376 000; at 10 us the"
-echo "receiver sent 107 000-125 000 acknowledgements, at 20 us 70 000. Not adopted yet: the"
-echo "gap delays the read of a message's last byte by up to its length, which every receive"
-echo "record would carry, and 3 rounds each of 64 KiB messages (37 000-89 000 a second under"
-echo "every setting) and of 1 MiB messages (33-57 Gb/s) moved too much to show whether it"
-echo "helps them. Gathered reads and exact per-message times do not combine: the kernel"
-echo "reports one receive timestamp per read (SO_TIMESTAMPING: its last segment's), and"
-echo "reading a gathered burst one message at a time brought the acknowledgements back (160"
-echo "000-181 000 with a gap of 10 or 20 us, 3 rounds each), as more bytes arrive between"
-echo "the reads. What is left is a choice, open: receive records exact to the read, or a"
-echo "sender that keeps up with small messages."
+echo "receiver sent 107 000-125 000 acknowledgements, at 20 us 70 000. The gap delays the"
+echo "read of a message's last byte by up to its length, which every receive record carries,"
+echo "and 9 rounds of 64 KiB messages (34 000-89 000 a second under every setting) and 3"
+echo "of 1 MiB messages (33-57 Gb/s) moved too much to show whether it helps them. Gathered"
+echo "reads and exact per-message times do not combine: the kernel reports one receive"
+echo "timestamp per read (SO_TIMESTAMPING: its last segment's), and reading a gathered burst"
+echo "one message at a time brought the acknowledgements back (160 000-181 000 with a gap of"
+echo "10 or 20 us, 3 rounds each), as more bytes arrive between the reads. What is left is a"
+echo "choice: receive records exact to the read (the default), or a sender that keeps up"
+echo "with small messages, \`--read-gap-us\` (the run's summaries give \`read_gap_ns\`); the row"
+echo "with \`--read-gap-us 20\` in the table measures the second."
 echo
 echo "Why 64 KiB messages swing (2026-12-05, AMD EPYC machine, 1-minute load 0.7-1.2 from"
 echo "these runs alone; 60 000 messages a run, perf stat). Two things move the rate more"
