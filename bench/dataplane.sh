@@ -125,7 +125,7 @@ echo "-N, four flows at 113%, 16 flows at 136%, 4 KiB messages at 110% and 64 Ki
 echo "the blocking loop, and a start p99 of 5.7 us. On a 2-core Intel Xeon virtual machine"
 echo "(Linux 6.18.44-fc-v1252, 2026-12-05) small messages fall well short of the loop, for a"
 echo "reason found there: the receiver's acknowledgements (Small messages, below). There one"
-echo "flow of 1 MiB messages reached 84% (74-103%) and 91% (81-113%), in two runs, of the"
+echo "flow of 1 MiB messages reached 84%, 91% and 90% (medians of three runs) of the"
 echo "blocking pair with the agents' low-water mark, the like-for-like baseline for one"
 echo "flow (next table); whether for the same reason is not measured."
 echo
