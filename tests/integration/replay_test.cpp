@@ -606,24 +606,36 @@ std::string summary_error(const std::string& dir, int rank) {
 
 // --read-gap-us: a flow that ran dry is read again no sooner than the gap after
 // its last bytes, so the messages that stream in meanwhile are read together
-// (one read time for several), and every message and dependency is still
-// accounted for. (With --read-gap-us 0 the same run's receiver read 2165 times
-// for its 3000 messages, and this test fails.)
+// (delivered to the ops at one read time for several), and every message and
+// dependency is still accounted for. While it waits the flow watches the socket,
+// so a message's receive time is when its last byte was seen there, before the
+// read that delivers it. (Here 3000 messages, one every 20 us, were taken by
+// 363-405 reads, 2526-2830 of them seen before their read. With --read-gap-us 0
+// the receiver read 1729 times and saw none before its read, and this test fails;
+// without the watching every receive time is its delivery's, and it fails too.)
 TEST(Replay, AReadGapGathersTheReadsOfAStreamAndKeepsEveryRecord) {
-  const auto reads = [](const std::string& dir) {
-    std::set<Nanos> at;
-    std::size_t messages = 0;
+  struct Times {
+    std::size_t messages = 0, reads = 0, seen_before_read = 0, after_delivery = 0;
+  };
+  const auto times = [](const std::string& dir) {
+    std::set<Nanos> reads;
+    Times t;
     for (const Record& rec : read_records(run_dir::records_file(dir, 1))) {
       if (!rec.is(RecordKind::receive)) continue;
-      at.insert(rec.as<ReceiveRecord>().recv_last);
-      ++messages;
+      const auto& r = rec.as<ReceiveRecord>();
+      reads.insert(r.delivered);  // no delay, no lag: delivered at its read
+      ++t.messages;
+      if (r.recv_last < r.delivered) ++t.seen_before_read;
+      if (r.recv_last > r.delivered || r.recv_first > r.recv_last) ++t.after_delivery;
     }
-    return std::pair{at.size(), messages};
+    t.reads = reads.size();
+    return t;
   };
   TempDir dir;
   const std::string profile = dir.path() + "/stream.yaml";
   std::ofstream(profile) << "version: 1\niterations: 3000\niteration_barrier: false\nranks: [{id: 0}, {id: 1}]\n"
-                            "flows: [{id: f0, src: 0, dst: 1}]\nops: [{id: s0, type: send, flow: f0, bytes: 4096}]\n";
+                            "flows: [{id: f0, src: 0, dst: 1}]\nops: [{id: c0, type: compute, rank: 0, duration: 20us},\n"
+                            "  {id: s0, type: send, flow: f0, bytes: 4096, after: [c0]}]\n";
   const Profile p = load(profile);
   TempDir gathered;
   const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + gathered.path() + " --spin-us 20 --read-gap-us 200",
@@ -636,11 +648,13 @@ TEST(Replay, AReadGapGathersTheReadsOfAStreamAndKeepsEveryRecord) {
     std::ifstream in(run_dir::summary_file(gathered.path(), static_cast<RankId>(rank)));
     EXPECT_EQ(nlohmann::json::parse(in).at("options").at("read_gap_ns").get<Nanos>(), 200 * kMicro);
   }
-  // 3000 messages sent back to back, each in a few microseconds: at least two
-  // arrive in each 200 us gap.
-  const auto [distinct, messages] = reads(gathered.path());
-  EXPECT_EQ(messages, 3000U);
-  EXPECT_LE(distinct * 2, messages) << distinct << " read times for " << messages << " messages";
+  // One message every 20 us: several arrive in each 200 us gap, and most are seen
+  // before the read that takes them.
+  const Times t = times(gathered.path());
+  EXPECT_EQ(t.messages, 3000U);
+  EXPECT_LE(t.reads * 2, t.messages) << t.reads << " reads for " << t.messages << " messages";
+  EXPECT_GE(t.seen_before_read * 2, t.messages) << t.seen_before_read << " of " << t.messages << " seen before their read";
+  EXPECT_EQ(t.after_delivery, 0U) << "receive times after their delivery";
 
   // Out of range: a one-line error, before any agent starts.
   const Ran bad = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() + "/bad --read-gap-us 5000", dir.path());

@@ -1,5 +1,7 @@
 #include "incoming_flow.hpp"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -65,7 +67,7 @@ void IncomingFlow::wait_readable() {
 // to the others (a flow that never runs dry would hold it for good).
 void IncomingFlow::read_some() {
   const int fd = sock_->native_handle();
-  if (too_soon()) {
+  if (too_soon(fd)) {
     read_later();
     return;
   }
@@ -97,6 +99,7 @@ void IncomingFlow::read_some() {
       events_.failed(where() + ": bad frame: " + *bad);
       return;
     }
+    forget_read();
     if (events_.stopped()) return;
     events_.after_events();
     if (events_.stopped()) return;
@@ -118,14 +121,50 @@ void IncomingFlow::read_later() {
 // acknowledgements a message against a blocking reader's 0.2-0.3, and 4.5 us of
 // the sender's CPU a message against 3.1 (docs/BENCHMARKS.md, Small messages).
 // Looking again no sooner than the gap after the last bytes lets what arrives
-// meanwhile gather into one read and one acknowledgement. A message's last byte
-// is then read up to the gap late, and its receive record says so only through
-// the run's options: the gap is the receive times' resolution while a flow
-// streams. A flow woken from epoll reads at once; a gap longer than the look
-// (keep_looking()) keeps the flow looking until it has passed, then it reads once
-// more before it sleeps.
+// meanwhile gather into one read and one acknowledgement. Meanwhile the flow
+// looks at how much the socket holds (sight()), which costs a system call like
+// the read it replaces but sends no acknowledgement, so each message still gets
+// the time its last byte was first seen (arrived()): the receive records keep
+// their resolution, and what the gap delays is the message's delivery to the
+// ops (its dependants start up to the gap late). A flow woken from epoll reads
+// at once; a gap longer than the look (keep_looking()) keeps the flow looking
+// until it has passed, then it reads once more before it sleeps.
 // Without a gap, or when not looking again, no clock read: this is on every read.
-bool IncomingFlow::too_soon() const { return s_.read_gap > 0 && dry_since_ != 0 && mono_now() - read_at_ < s_.read_gap; }
+bool IncomingFlow::too_soon(int fd) {
+  if (s_.read_gap <= 0 || dry_since_ == 0) return false;
+  const Nanos now = mono_now();
+  return now - read_at_ < s_.read_gap && sight(fd, now);
+}
+
+// Notes how far the stream reaches in the socket at `now`. False when the flow
+// should read at once instead: kLowWater is there (a full read), the sightings
+// are full, or the socket cannot say.
+bool IncomingFlow::sight(int fd, Nanos now) {
+  int queued = 0;
+  if (::ioctl(fd, SIOCINQ, &queued) != 0 || queued < 0) return false;
+  if (queued == 0) return true;
+  if (static_cast<std::uint64_t>(queued) >= kLowWater) return false;
+  const std::uint64_t end = decoder_.bytes() + static_cast<std::uint64_t>(queued);
+  if (sightings_end_ > sightings_begin_ && sightings_[sightings_end_ - 1].end >= end) return true;
+  if (sightings_end_ == kMostSightings) return false;
+  sightings_[sightings_end_++] = {now, end};
+  return true;
+}
+
+// When the stream up to `end` was first seen in the socket: by a sighting, else
+// by the read being decoded.
+Nanos IncomingFlow::arrived(std::uint64_t end) const {
+  for (std::size_t i = sightings_begin_; i < sightings_end_; ++i) {
+    if (sightings_[i].end >= end) return sightings_[i].at;
+  }
+  return read_at_;
+}
+
+// After a read is decoded: the sightings it consumed go.
+void IncomingFlow::forget_read() {
+  while (sightings_begin_ < sightings_end_ && sightings_[sightings_begin_].end <= decoder_.bytes()) ++sightings_begin_;
+  if (sightings_begin_ == sightings_end_) sightings_begin_ = sightings_end_ = 0;
+}
 
 // A socket found empty is looked at again, after the thread's other work, for up
 // to the agent's spin (--spin-us) before the flow sleeps in epoll. A sleeping
@@ -179,15 +218,17 @@ std::string IncomingFlow::validate(const frame::Header& h) {
   return {};
 }
 
-void IncomingFlow::begin(const frame::Header&) { first_byte_ = read_at_; }
+void IncomingFlow::begin(const frame::Header&) { first_byte_ = arrived(decoder_.bytes()); }
 
 void IncomingFlow::complete(const frame::Header& h) {
   ++seen_[op_];
   ++messages_;
   bytes_ += h.length;
   const Nanos lag = std::max<Nanos>(0, s_.read_lag - (s_.wake_early != nullptr ? s_.wake_early->load(std::memory_order_relaxed) : 0));
-  // In order: a lag estimate that moved never hands a message over before the one before it.
-  const Nanos deliver = std::max(read_at_ + s_.delay + lag, last_delivery_);
+  const Nanos arrival = arrived(decoder_.bytes());
+  // Never before its read, and in order: a lag estimate that moved never hands
+  // a message over before the one before it.
+  const Nanos deliver = std::max({arrival + s_.delay + lag, read_at_, last_delivery_});
   last_delivery_ = deliver;
   ReceiveRecord r;
   r.flags = p_.ops[op_].bytes < frame::kHeaderSize ? kFlagHeaderOnly : 0;
@@ -197,7 +238,7 @@ void IncomingFlow::complete(const frame::Header& h) {
   r.flow = flow_;
   r.bytes = h.length;
   r.recv_first = first_byte_ + s_.realtime_offset;
-  r.recv_last = read_at_ + s_.realtime_offset;
+  r.recv_last = arrival + s_.realtime_offset;
   r.delivered = deliver + s_.realtime_offset;
   recorder_.push(r);
   if (deliver == read_at_ && head_ == deliveries_.size()) {

@@ -7,6 +7,7 @@
 // the flow must outlive every operation it started.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -102,7 +103,10 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   void read_some();
   void read_later();
   bool keep_looking();
-  bool too_soon() const;
+  bool too_soon(int fd);
+  bool sight(int fd, Nanos now);
+  Nanos arrived(std::uint64_t end) const;
+  void forget_read();
   void peer_closed();
   std::string where() const;
   void arm_delivery();
@@ -129,6 +133,16 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   std::uint64_t messages_ = 0, bytes_ = 0;
   int low_water_ = 1;  // the socket's SO_RCVLOWAT
   Nanos dry_since_ = 0;  // when the socket was last found empty, 0 once read from
+  // While a read waits out the gap (--read-gap-us): when the socket was seen to
+  // hold the stream up to `end` (sight()), oldest first, each `end` beyond the
+  // last. The messages then read take their arrival times from these.
+  struct Sighting {
+    Nanos at;
+    std::uint64_t end;
+  };
+  static constexpr std::size_t kMostSightings = 64;
+  std::array<Sighting, kMostSightings> sightings_{};
+  std::size_t sightings_begin_ = 0, sightings_end_ = 0;
   // Messages waiting out the delay: one delay per flow, so in arrival order.
   // Popped from head_, cleared when empty: the vector keeps its capacity.
   Nanos last_delivery_ = 0;
