@@ -129,6 +129,34 @@ TEST(TxStampTracker, AFullRingGivesUpOnTheOldest) {
   EXPECT_EQ(t.pop()->op, 3U);
 }
 
+// The kernel drops the reports that do not fit in the socket's receive buffer, so
+// messages await ACKs that never come until the ring gives up on them; their
+// late reports must not stamp the messages after them (unwrapped against the
+// oldest message awaiting, a key behind it would land 4 GB ahead and cover all).
+TEST(TxStampTracker, AReportAboutAMessageGivenUpOnIsIgnored) {
+  TxStampTracker t(0, 0, 2);
+  t.track(1, 0, 10);  // bytes 0..9
+  t.track(2, 0, 10);  // 10..19
+  const auto given_up = t.track(3, 0, 10);  // 20..29: gives up on message 1
+  ASSERT_TRUE(given_up);
+  EXPECT_EQ(given_up->op, 1U);
+  t.apply(stamp(kSoft, 9, 5));  // message 1's, late
+  t.apply(stamp(kAck, 9, 6));
+  t.apply(stamp(kSoft, 30, 7));  // beyond every byte written
+  t.apply(stamp(kSoft, 19, 8));  // message 2's
+  t.apply(stamp(kAck, 19, 9));
+  const auto two = t.pop();
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->op, 2U);
+  EXPECT_EQ(two->wire_first, 8);
+  EXPECT_EQ(two->wire_last, 8);
+  EXPECT_EQ(two->acked, 9);
+  const auto three = t.pop(true);
+  ASSERT_TRUE(three);
+  EXPECT_EQ(three->wire_first, -1) << "stamped by a report about another message";
+  EXPECT_EQ(three->acked, -1);
+}
+
 TEST(TxStampTracker, ReportsWithNothingInFlightAreIgnored) {
   TxStampTracker t(0, 0, 2);
   t.apply(stamp(kAck, 5, 1));

@@ -29,7 +29,13 @@ std::optional<TxTimestampsRecord> TxStampTracker::track(OpIndex op, std::uint32_
 void TxStampTracker::apply(const TxStamp& s) {
   if (count_ == 0) return;
   const std::uint64_t base = ring_[head_].begin;
-  const std::uint64_t key = base + static_cast<std::uint32_t>(s.key - static_cast<std::uint32_t>(base));
+  const std::uint32_t ahead = s.key - static_cast<std::uint32_t>(base);
+  // A key names a byte written: from the oldest message awaiting to the newest.
+  // One outside (a late report about a message given up on, which unwrapped would
+  // land 4 GB ahead and stamp every message in flight) is ignored, as long as the
+  // messages in flight span less than the 4 GB the keys can tell apart.
+  if (offset_ - base < (std::uint64_t{1} << 32) && ahead >= offset_ - base) return;
+  const std::uint64_t key = base + ahead;
   for (std::size_t k = 0; k < count_; ++k) {
     InFlight& m = ring_[(head_ + k) % ring_.size()];
     if (m.begin > key) break;

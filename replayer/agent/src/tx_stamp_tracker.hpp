@@ -35,7 +35,8 @@ class TxStampTracker {
   std::optional<TxTimestampsRecord> track(OpIndex op, std::uint32_t iteration, std::uint64_t wire, bool stamped = true);
 
   // Applies one report to the messages it covers. Keys are 32-bit stream
-  // offsets, unwrapped against the oldest message awaiting its ACK.
+  // offsets, unwrapped against the oldest message awaiting its ACK; a report
+  // about none of the messages awaiting (one given up on) is ignored.
   void apply(const TxStamp& s);
 
   // The oldest message, once acknowledged (or, with `all`, whatever it has: at the
