@@ -69,6 +69,10 @@ std::optional<Nanos> OutgoingFlow::send(const Action& a) {
   if (stamps_) {
     stamp_this_ = stamp_count_++ % stamp_every_ == 0;
     if (auto given_up = stamps_->track(a.op, a.iteration, wire, stamp_this_)) recorder_.push(*given_up);
+    if (stamp_this_ && ++stamped_since_drain_ == kDrainEvery) {
+      stamped_since_drain_ = 0;
+      drain_stamps();
+    }
   }
   ready_ = mono_now();
   if (write_some() && message_written()) return sent_at_;
