@@ -13,8 +13,8 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
   app->add_option("--read-gap-us", a.read_gap_us,
                   "Read a flow whose socket ran dry again no sooner than this after its last read that returned bytes "
                   "(while it looks again, --spin-us above 0): fewer, larger reads, and fewer acknowledgements for the "
-                  "sender to process (small messages: docs/BENCHMARKS.md). Receive times stay when each message was seen "
-                  "in the socket; the ops waiting on a message get it up to this gap late while a flow streams; "
+                  "sender to process (small messages: docs/BENCHMARKS.md). Receive times stay when the socket was seen "
+                  "to hold each message; the ops waiting on a message get it up to this gap late while a flow streams; "
                   "results say so (default: 0, every read at once; at most 1000)")
       ->capture_default_str();
   app->add_option("--delay-us", a.delay_us, "Emulated one-way latency added to every received message");

@@ -18,6 +18,15 @@ constexpr auto kSched = TxStamp::Type::sched;
 constexpr auto kSoft = TxStamp::Type::software;
 constexpr auto kAck = TxStamp::Type::ack;
 
+void expect_popped(const std::optional<TxTimestampsRecord>& r, OpIndex op, std::int64_t wire_first, std::int64_t wire_last,
+                   std::int64_t acked) {
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->op, op);
+  EXPECT_EQ(r->wire_first, wire_first);
+  EXPECT_EQ(r->wire_last, wire_last);
+  EXPECT_EQ(r->acked, acked);
+}
+
 TEST(TxStampTracker, EachKindFillsItsFieldsAndAnAckCompletesTheMessage) {
   TxStampTracker t(3, 7, 8);
   EXPECT_FALSE(t.track(11, 2, 1000).has_value());
@@ -145,16 +154,25 @@ TEST(TxStampTracker, AReportAboutAMessageGivenUpOnIsIgnored) {
   t.apply(stamp(kSoft, 30, 7));  // beyond every byte written
   t.apply(stamp(kSoft, 19, 8));  // message 2's
   t.apply(stamp(kAck, 19, 9));
-  const auto two = t.pop();
-  ASSERT_TRUE(two);
-  EXPECT_EQ(two->op, 2U);
-  EXPECT_EQ(two->wire_first, 8);
-  EXPECT_EQ(two->wire_last, 8);
-  EXPECT_EQ(two->acked, 9);
-  const auto three = t.pop(true);
-  ASSERT_TRUE(three);
-  EXPECT_EQ(three->wire_first, -1) << "stamped by a report about another message";
-  EXPECT_EQ(three->acked, -1);
+  expect_popped(t.pop(), 2, 8, 8, 9);
+  expect_popped(t.pop(true), 3, -1, -1, -1);  // not stamped by a report about another message
+}
+
+// The edges: a key names a byte from the oldest message awaiting its ACK to the
+// last byte written, unstamped messages included.
+TEST(TxStampTracker, AKeyNamesAByteFromTheOldestAwaitingToTheLastWritten) {
+  TxStampTracker t(0, 0, 4);
+  t.track(1, 0, 10);         // bytes 0..9
+  t.track(2, 0, 10);         // 10..19
+  t.track(3, 0, 10, false);  // 20..29, unstamped: written all the same
+  t.apply(stamp(kAck, 9, 1));
+  ASSERT_EQ(t.pop()->op, 1U);
+  t.apply(stamp(kSoft, 9, 2));   // before the oldest awaiting: ignored
+  t.apply(stamp(kSoft, 10, 3));  // its first byte
+  t.apply(stamp(kSoft, 29, 4));  // the last byte written
+  t.apply(stamp(kAck, 30, 5));   // beyond it: ignored
+  t.apply(stamp(kAck, 19, 6));
+  expect_popped(t.pop(), 2, 3, 4, 6);
 }
 
 TEST(TxStampTracker, ReportsWithNothingInFlightAreIgnored) {

@@ -99,7 +99,7 @@ void IncomingFlow::read_some() {
       events_.failed(where() + ": bad frame: " + *bad);
       return;
     }
-    forget_read();
+    sightings_.consumed(decoder_.bytes());
     if (events_.stopped()) return;
     events_.after_events();
     if (events_.stopped()) return;
@@ -124,9 +124,9 @@ void IncomingFlow::read_later() {
 // meanwhile gather into one read and one acknowledgement. Meanwhile the flow
 // looks at how much the socket holds (sight()), which costs a system call like
 // the read it replaces but sends no acknowledgement, so each message still gets
-// the time its last byte was first seen (arrived()): the receive records keep
-// their resolution, and what the gap delays is the message's delivery to the
-// ops (its dependants start up to the gap late). A flow woken from epoll reads
+// the time its last byte was first seen (Sightings): the receive records keep
+// the resolution of a look, as without the gap, and what the gap delays is the
+// message's delivery to the ops (its dependants start up to the gap late). A flow woken from epoll reads
 // at once; a gap longer than the look (keep_looking()) keeps the flow looking
 // until it has passed, then it reads once more before it sleeps.
 // Without a gap, or when not looking again, no clock read: this is on every read.
@@ -144,26 +144,7 @@ bool IncomingFlow::sight(int fd, Nanos now) {
   if (::ioctl(fd, SIOCINQ, &queued) != 0 || queued < 0) return false;
   if (queued == 0) return true;
   if (static_cast<std::uint64_t>(queued) >= kLowWater) return false;
-  const std::uint64_t end = decoder_.bytes() + static_cast<std::uint64_t>(queued);
-  if (sightings_end_ > sightings_begin_ && sightings_[sightings_end_ - 1].end >= end) return true;
-  if (sightings_end_ == kMostSightings) return false;
-  sightings_[sightings_end_++] = {now, end};
-  return true;
-}
-
-// When the stream up to `end` was first seen in the socket: by a sighting, else
-// by the read being decoded.
-Nanos IncomingFlow::arrived(std::uint64_t end) const {
-  for (std::size_t i = sightings_begin_; i < sightings_end_; ++i) {
-    if (sightings_[i].end >= end) return sightings_[i].at;
-  }
-  return read_at_;
-}
-
-// After a read is decoded: the sightings it consumed go.
-void IncomingFlow::forget_read() {
-  while (sightings_begin_ < sightings_end_ && sightings_[sightings_begin_].end <= decoder_.bytes()) ++sightings_begin_;
-  if (sightings_begin_ == sightings_end_) sightings_begin_ = sightings_end_ = 0;
+  return sightings_.note(now, decoder_.bytes() + static_cast<std::uint64_t>(queued));
 }
 
 // A socket found empty is looked at again, after the thread's other work, for up
@@ -218,14 +199,16 @@ std::string IncomingFlow::validate(const frame::Header& h) {
   return {};
 }
 
-void IncomingFlow::begin(const frame::Header&) { first_byte_ = arrived(decoder_.bytes()); }
+void IncomingFlow::begin(const frame::Header&) { first_byte_ = sightings_.arrived(decoder_.bytes(), read_at_); }
 
 void IncomingFlow::complete(const frame::Header& h) {
   ++seen_[op_];
   ++messages_;
   bytes_ += h.length;
-  const Nanos lag = std::max<Nanos>(0, s_.read_lag - (s_.wake_early != nullptr ? s_.wake_early->load(std::memory_order_relaxed) : 0));
-  const Nanos arrival = arrived(decoder_.bytes());
+  const Nanos arrival = sightings_.arrived(decoder_.bytes(), read_at_);
+  // A read came after a wake-up, whose usual delay is part of the lag; a sighting did not.
+  const Nanos woke = arrival == read_at_ && s_.wake_early != nullptr ? s_.wake_early->load(std::memory_order_relaxed) : 0;
+  const Nanos lag = std::max<Nanos>(0, s_.read_lag - woke);
   // Never before its read, and in order: a lag estimate that moved never hands
   // a message over before the one before it.
   const Nanos deliver = std::max({arrival + s_.delay + lag, read_at_, last_delivery_});

@@ -7,7 +7,6 @@
 // the flow must outlive every operation it started.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -20,6 +19,7 @@
 #include "compute_pacer.hpp"
 #include "precise_timer.hpp"
 #include "recorder.hpp"
+#include "sightings.hpp"
 #include "tensorwire/core/frame.hpp"
 #include "tensorwire/core/profile.hpp"
 #include "tensorwire/core/profile_slice.hpp"
@@ -44,7 +44,8 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     // The flow's read lag (Flow::read_lag): a message goes to the ops that long
     // after it arrived, taken as its read less the agent's usual wake-up delay
     // (`wake_early`, WakeDelay::early() as the agent's timers last saw it, when
-    // given), never before its read.
+    // given), or as when it was seen in the socket while a read waited out the
+    // gap (no wake-up came before that); never before its read.
     Nanos read_lag = 0;
     const std::atomic<Nanos>* wake_early = nullptr;
     // The delivery timer's spin, and how long a flow whose socket ran dry keeps
@@ -105,8 +106,6 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   bool keep_looking();
   bool too_soon(int fd);
   bool sight(int fd, Nanos now);
-  Nanos arrived(std::uint64_t end) const;
-  void forget_read();
   void peer_closed();
   std::string where() const;
   void arm_delivery();
@@ -133,16 +132,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   std::uint64_t messages_ = 0, bytes_ = 0;
   int low_water_ = 1;  // the socket's SO_RCVLOWAT
   Nanos dry_since_ = 0;  // when the socket was last found empty, 0 once read from
-  // While a read waits out the gap (--read-gap-us): when the socket was seen to
-  // hold the stream up to `end` (sight()), oldest first, each `end` beyond the
-  // last. The messages then read take their arrival times from these.
-  struct Sighting {
-    Nanos at;
-    std::uint64_t end;
-  };
-  static constexpr std::size_t kMostSightings = 64;
-  std::array<Sighting, kMostSightings> sightings_{};
-  std::size_t sightings_begin_ = 0, sightings_end_ = 0;
+  Sightings sightings_;  // while a read waits out the gap (sight())
   // Messages waiting out the delay: one delay per flow, so in arrival order.
   // Popped from head_, cleared when empty: the vector keeps its capacity.
   Nanos last_delivery_ = 0;

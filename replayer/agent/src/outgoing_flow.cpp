@@ -69,10 +69,6 @@ std::optional<Nanos> OutgoingFlow::send(const Action& a) {
   if (stamps_) {
     stamp_this_ = stamp_count_++ % stamp_every_ == 0;
     if (auto given_up = stamps_->track(a.op, a.iteration, wire, stamp_this_)) recorder_.push(*given_up);
-    if (stamp_this_ && ++stamped_since_drain_ == kDrainEvery) {
-      stamped_since_drain_ = 0;
-      drain_stamps();
-    }
   }
   ready_ = mono_now();
   if (write_some() && message_written()) return sent_at_;
@@ -137,6 +133,7 @@ bool OutgoingFlow::write_some() {
       fail_later(std::system_category().message(errno));
       return false;
     }
+    if (stamps_ && (msg.msg_controllen > 0 || !stamp_control_)) ++stamped_writes_;
     first_write_ = false;
     cursor_.sent += static_cast<std::uint64_t>(w);
     Bytes took = static_cast<Bytes>(w);
@@ -144,6 +141,7 @@ bool OutgoingFlow::write_some() {
     header_left_ -= from_header;
     payload_left_ -= took - from_header;
     if (header_left_ + payload_left_ == 0) return true;
+    if (stamped_writes_ >= kMostStampedWrites) drain_stamps();  // a message of many stamped writes
     if (took < want) {  // the socket is full
       wait_writable();
       return false;
@@ -190,6 +188,7 @@ bool OutgoingFlow::message_written() {
   r.ready = ready_ + realtime_offset_;
   r.sent_app = now + realtime_offset_;
   recorder_.push(r);
+  if (stamped_writes_ >= kDrainWrites) drain_stamps();  // after sent_app, so that the message's times do not hold it
   ++messages_;
   bytes_.store(bytes_.load(std::memory_order_relaxed) + r.bytes, std::memory_order_relaxed);
   events_.progress();
@@ -231,13 +230,15 @@ void OutgoingFlow::sent_when_credit() {
 void OutgoingFlow::watch_stamps() {
   if (!stamps_) return;
   sock_.async_wait(tcp::socket::wait_error, [this](const error_code& ec) {
-    if (ec) return;
+    if (ec || !stamps_) return;
     drain_stamps();
     watch_stamps();
   });
 }
 
 void OutgoingFlow::drain_stamps() {
+  stamped_writes_ = 0;
+  if (!stamps_) return;  // a kernel that refused them (write_some())
   std::size_t n;
   do {
     n = drain_tx_timestamps(fd_, stamp_buffer_.data(), stamp_buffer_.size());

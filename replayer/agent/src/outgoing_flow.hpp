@@ -115,9 +115,12 @@ class OutgoingFlow {
   // The kernel queues a flow's reports within the socket's receive buffer and
   // drops what does not fit (sock_queue_err_skb): about 200 reports in the 128 KiB a
   // sending socket keeps. A flow that always finds room in its socket never
-  // returns to the event loop that watches for them, so it reads them itself
-  // every kDrainEvery stamped messages (at most 4 reports each, 6 with TX_SCHED).
-  static constexpr std::uint32_t kDrainEvery = 16;
+  // returns to the event loop that watches for them, so it reads them itself once
+  // kDrainWrites writes that ask for them (up to 3 reports each) have gone, after
+  // the message that made it so is handed over; within a message, at
+  // kMostStampedWrites (a message's first and last writes ask, or, on a kernel that
+  // takes no control message, every write).
+  static constexpr std::uint32_t kDrainWrites = 32, kMostStampedWrites = 48;
 
   // Writes until the message is whole in the kernel (true), the socket is full
   // (false: a writability wait continues), its turn ended (false: a posted
@@ -152,7 +155,8 @@ class OutgoingFlow {
   int writes_per_turn_ = -1;  // -1: no turns (share_thread)
   bool stamp_this_ = false;  // the message being written asks for timestamps
   bool stamp_control_ = true;  // per message (a control message), else the socket stamps every write
-  std::uint32_t stamp_every_ = 1, stamp_count_ = 0, stamped_since_drain_ = 0;
+  std::uint32_t stamp_every_ = 1, stamp_count_ = 0;
+  std::uint32_t stamped_writes_ = 0;  // writes that asked for reports since they were last read
   bool stamp_sched_ = false;
   Nanos ready_ = 0;
   Nanos sent_at_ = 0;

@@ -58,9 +58,11 @@ struct ReceiveRecord {
   std::uint16_t rank = 0;
   std::uint32_t op = 0, iteration = 0, flow = 0;
   std::uint64_t bytes = 0;
-  std::int64_t recv_first = -1;  // first byte read
-  std::int64_t recv_last = -1;   // last byte read
-  std::int64_t delivered = -1;   // handed to the executor (recv_last plus any emulated delay and read lag)
+  // Each the read that returned the bytes, or, while a read waited out
+  // --read-gap-us, when the socket was first seen to hold them.
+  std::int64_t recv_first = -1;  // the header whole
+  std::int64_t recv_last = -1;   // the last byte
+  std::int64_t delivered = -1;   // handed to the executor: recv_last plus any emulated delay and read lag, never before the read
   std::int64_t reserved[2] = {-1, -1};
 };
 
