@@ -667,7 +667,7 @@ TEST(Replay, AReadGapGathersTheReadsOfAStreamAndKeepsEveryRecord) {
 
 // A flow that always finds room in its socket never goes back to the event
 // loop that watches for transmit timestamps, and the kernel drops the reports
-// that do not fit in the socket's receive buffer (about 200): the flow reads them
+// that do not fit in the socket's receive buffer: the flow reads them
 // as it writes. Two streams, one each way. (Reading them only from the event
 // loop, a stream of 4 KiB messages lost 95% of its timestamps, and this test fails.)
 TEST(Replay, AStreamOfSmallMessagesKeepsItsTransmitTimestamps) {
