@@ -48,15 +48,17 @@ TEST(Sightings, AReadDropsWhatItCoveredAndKeepsTheRest) {
   EXPECT_EQ(s.arrived(301, kRead), kRead);
 }
 
-TEST(Sightings, FullMeansReadNowAndARoomMadeByAReadIsUsed) {
+TEST(Sightings, FullMeansReadNowAndAReadOfAllMakesRoom) {
   Sightings s;
   for (std::uint64_t i = 1; i <= Sightings::kMost; ++i) ASSERT_TRUE(s.note(static_cast<Nanos>(i), i * 10));
   EXPECT_FALSE(s.note(100, Sightings::kMost * 10 + 10)) << "full";
   EXPECT_TRUE(s.note(100, Sightings::kMost * 10)) << "no further: nothing to keep";
-  s.consumed(20);  // the first two read
-  EXPECT_TRUE(s.note(200, Sightings::kMost * 10 + 10));
-  EXPECT_EQ(s.size(), Sightings::kMost - 1);
   EXPECT_EQ(s.arrived(21, kRead), 3);
+  s.consumed(20);  // a read that stopped short: still full
+  EXPECT_FALSE(s.note(200, Sightings::kMost * 10 + 10));
+  s.consumed(Sightings::kMost * 10);  // a read of all that was seen
+  EXPECT_EQ(s.size(), 0U);
+  EXPECT_TRUE(s.note(200, Sightings::kMost * 10 + 10));
   EXPECT_EQ(s.arrived(Sightings::kMost * 10 + 10, kRead), 200);
 }
 

@@ -230,7 +230,7 @@ void OutgoingFlow::sent_when_credit() {
 void OutgoingFlow::watch_stamps() {
   if (!stamps_) return;
   sock_.async_wait(tcp::socket::wait_error, [this](const error_code& ec) {
-    if (ec || !stamps_) return;
+    if (ec) return;
     drain_stamps();
     watch_stamps();
   });

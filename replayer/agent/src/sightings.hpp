@@ -23,15 +23,11 @@ class Sightings {
 
   // The stream reached `end` (bytes from its start) at `at`, no earlier than any
   // sighting before. One that reaches no further than the last is not kept.
-  // False when there is no room: the flow should read now.
+  // False when there is no room: the flow should read now (a read takes what was
+  // seen, and the room comes back).
   bool note(Nanos at, std::uint64_t end) {
     if (end_ > begin_ && seen_[end_ - 1].end >= end) return true;
-    if (end_ == kMost) {
-      if (begin_ == 0) return false;
-      for (std::size_t i = begin_; i < end_; ++i) seen_[i - begin_] = seen_[i];
-      end_ -= begin_;
-      begin_ = 0;
-    }
+    if (end_ == kMost) return false;
     seen_[end_++] = {at, end};
     return true;
   }
