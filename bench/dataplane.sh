@@ -145,6 +145,7 @@ echo "two (the ratio against it is no measure of the replayer)."
 echo
 echo "| what | tensorwire | iperf3 -N (same socket options) | ratio | iperf3 (Nagle on) | ratio |"
 echo "|---|---|---|---|---|---|"
+table_start
 pin_option() { [ "$PIN" = 1 ] && echo --pin; }
 # The agents run with their default spin (20 us: before a deadline, and at a flow
 # whose socket ran dry before it sleeps) unless a row says --spin-us 0.
@@ -182,6 +183,7 @@ for spec in "1MiB 1 2000 1" "1MiB 1 2000 1 pin" "8MiB 1 300 1" "64MiB 1 40 1" "8
     "$(spread "${nagle[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${nagle[*]}") |"
 done
 PIN=0
+table_load
 echo
 echo "Reading the ratios: on this 2-core virtual machine the sending and receiving agents"
 echo "(each with its recorder) share the two cores with the bridge's softirq work, and"
@@ -221,6 +223,7 @@ echo
 echo "| what | tensorwire | blocking pair | ratio | blocking pair, SO_RCVLOWAT 128 KiB | ratio |"
 echo "|---|---|---|---|---|---|"
 ours=() plain=() lowat=() PIN=0 SPIN=()
+table_start
 gbps() { awk '{printf "%.2f", $1 * 8 * 1048576 / 1e9}'; }  # 1 MiB messages/s -> Gb/s
 for ((k = 0; k < REPS; k++)); do
   plain+=("$(pair_rate "send" 1048576 2000 "" 131072 | gbps)")
@@ -229,6 +232,7 @@ for ((k = 0; k < REPS; k++)); do
 done
 echo "| 1 flow, 1MiB messages | $(spread "${ours[@]}") Gb/s | $(spread "${plain[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${plain[*]}") |" \
   "$(spread "${lowat[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${lowat[*]}") |"
+table_load
 echo
 # Both directions at once, as each rank of a ring sends to one neighbour while it
 # receives from the other: one flow each way, each agent sending and receiving on
@@ -291,6 +295,7 @@ echo
 echo "| what | tensorwire | iperf3 --bidir -N | ratio | two iperf3 -N, one each way | ratio |"
 echo "|---|---|---|---|---|---|"
 ours=() bidir=() two=()
+table_start
 for ((k = 0; k < REPS; k++)); do
   bidir+=("$(bidir_iperf)")
   ours+=("$(bidir_ours 8MiB 300)")
@@ -298,6 +303,7 @@ for ((k = 0; k < REPS; k++)); do
 done
 echo "| 1 flow each way, 8MiB messages | $(spread "${ours[@]}") Gb/s | $(spread "${bidir[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${bidir[*]}") |" \
   "$(spread "${two[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${two[*]}") |"
+table_load
 echo
 echo "Above 100% again, and not a win. Both iperf3 baselines read without a low-water"
 echo "mark and wake for every few segments: in 2 runs with perf stat (2026-12-05, same"
@@ -441,6 +447,7 @@ echo "overhead from the kernel's cost of measuring."
 echo
 echo "| message | tensorwire | blocking loop | ratio | blocking loop, timestamped | ratio |"
 echo "|---|---|---|---|---|---|"
+table_start
 # The agents' options of a row follow its size and count; the timestamped loop is
 # the baseline wherever the agents ask for transmit timestamps.
 for spec in "4096 200000" "65536 50000" "65536 50000 pin" "4096 200000 --no-tx-timestamps" "4096 200000 --read-gap-us 20"; do
@@ -473,6 +480,7 @@ for spec in "4096 200000" "65536 50000" "65536 50000 pin" "4096 200000 --no-tx-t
   echo "| $label | $(spread "${ours[@]}") | $(spread "${plain[@]}") | $(paired_ratio "${ours[*]}" "${plain[*]}") $cells"
 done
 PIN=0
+table_load
 echo
 echo "On the AMD EPYC machine the agent's 4 KiB median was 110% (92-151%) of the loop's: a"
 echo "ratio above 100%, and no win, as the ranges overlapped widely. On the Intel Xeon"
@@ -590,6 +598,7 @@ echo
 } > "$work/prec.yaml"
 specs=("0 normal" "50 normal" "500 normal" "0 realtime" "50 realtime" "500 realtime")
 declare -A p50 p99 pmax l50 l99 lmax
+table_start
 gaps_rate="" gaps_lost="" gaps_p99="" gaps_read="" gaps_loc="" gaps_irq="" gaps_steal=""
 # Core 0's local timer interrupts, all its interrupts, and its steal time (ticks).
 cpu0_counts() {
@@ -643,6 +652,7 @@ for i in "${!specs[@]}"; do
   echo "| $label | $prio | $(spread_signed ${p50[$i]}) us | $(spread ${p99[$i]}) us | $(spread ${pmax[$i]}) us" \
     "| $(spread_signed ${l50[$i]}) us | $(spread ${l99[$i]}) us | $(spread ${lmax[$i]}) us |"
 done
+table_load
 echo
 echo "What the machine takes from a core that only spins (bench/vcpu_gaps, 3 s on core 0"
 echo "before each round, nothing else running; median (range) of the $REPS rounds): a"
@@ -666,6 +676,7 @@ echo "simulated timing model at the same rate."
 echo
 echo "| case | link | replayed | timing model | lower bound |"
 echo "|---|---|---|---|---|"
+table_start
 "$tw" profile synth --model mlp --ranks 2 --iterations 20 -o "$work/comm.yaml" 2> /dev/null
 "$tw" profile synth --model mlp --ranks 2 --iterations 20 --fwd-ms 100 --bwd-ms 200 -o "$work/comp.yaml" 2> /dev/null
 for spec in "communication-bound comm.yaml 1gbit 1" "compute-bound comp.yaml 5gbit 5"; do
@@ -687,3 +698,4 @@ PY
   sim=$(cd "$work" && "$tw" replay --local 2 "$2" --out "$work/sim-$2" --iterations 1 --link-gbps "$4" --json | /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); print(f\"{j['model_iteration_ns'][0]/1e6:.2f} ms\")")
   echo "| $1 | $3 | $replayed | $sim | $model |"
 done
+table_load

@@ -34,6 +34,11 @@ within() { awk -v a="$1" -v b="$2" -v r="$3" 'BEGIN {d = a - b; if (d < 0) d = -
 # Benchmarks need a quiet machine: a build, a test or another benchmark slows the
 # baseline as much as or more than us. load1: the 1-minute load average.
 load1() { cut -d' ' -f1 /proc/loadavg; }
+# table_start, then table_load after the table: a line giving the 1-minute load
+# average when the table's runs began and when they ended, so that every table
+# says what the machine was doing while it was measured.
+table_start() { table_load_at_start=$(load1); }
+table_load() { echo; echo "1-minute load average while this table was measured: $table_load_at_start at the start, $(load1) at the end."; }
 # wait_quiet MAX SECONDS: waits up to SECONDS for the 1-minute load average to
 # fall to MAX or below; true if it did.
 wait_quiet() {

@@ -44,6 +44,7 @@ echo "Receiver-side rate, median of $REPS runs (range), alternating."
 echo
 echo "| what | tensorwire run --testbed | iperf3 -N | ratio |"
 echo "|---|---|---|---|"
+table_start
 bounds=()
 for spec in "8MiB 300 1" "8MiB 100 4"; do
   set -- $spec
@@ -59,6 +60,7 @@ for spec in "8MiB 300 1" "8MiB 100 4"; do
   what="$3 flow(s) (iperf3 -P $3), $1 messages"
   echo "| $what | $(spread "${ours[@]}") Gb/s | $(spread "${theirs[@]}") Gb/s | $(ratio "$(median "${ours[@]}")" "$(median "${theirs[@]}")") |"
 done
+table_load
 echo
 echo "A ratio above 100% is no win: iperf3's receiver wakes for every few segments that"
 echo "arrive, an agent's incoming flow for 128 KiB (Data plane, above)."
