@@ -38,7 +38,7 @@ load1() { cut -d' ' -f1 /proc/loadavg; }
 # average when the table's runs began and when they ended, so that every table
 # says what the machine was doing while it was measured.
 table_start() { table_load_at_start=$(load1); }
-table_load() { echo; echo "1-minute load average while this table was measured: $table_load_at_start at the start, $(load1) at the end."; }
+table_load() { echo; echo "1-minute load average while this table was measured: $table_load_at_start at the start, $(load1) at the end (nothing else ran; its own runs keep both cores busy)."; }
 # wait_quiet MAX SECONDS: waits up to SECONDS for the 1-minute load average to
 # fall to MAX or below; true if it did.
 wait_quiet() {
