@@ -5,13 +5,38 @@ RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT, GLOO_SOCKET_IFNAME=lo.
   launch.py --nproc 2 --logs DIR [--port P] [--timeout S] [--script PATH] -- [script options]
 Each rank gets --log DIR/rank-R.jsonl before the script options.
 Exits non-zero if any rank fails or the job exceeds the timeout (then all ranks
-are killed)."""
+are killed). Without --port, the port is one that nothing holds, below the
+kernel's ephemeral range, with the three after it free too."""
 import argparse
 import os
 import random
+import socket
 import subprocess
 import sys
 import time
+
+
+def free_port(span=4):
+    """A port, with the span-1 after it, that nothing holds now and that no
+    outgoing connection will take: below the kernel's ephemeral range (an
+    outgoing connection can hold any port inside it; Debian's is 32768-60999)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    top = low - span if low - span > 20000 else 40000
+    for _ in range(200):
+        base = random.randint(20000, top)
+        try:
+            for port in range(base, base + span):
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    sys.exit("launch.py: found no free port; give one with --port")
 
 
 def main():
@@ -25,7 +50,7 @@ def main():
     a = ap.parse_args()
     rest = a.rest[1:] if a.rest[:1] == ["--"] else a.rest
     os.makedirs(a.logs, exist_ok=True)
-    port = a.port or random.randint(20000, 40000)
+    port = a.port or free_port()
     here = os.path.dirname(os.path.abspath(__file__))
     script = os.path.abspath(a.script) if a.script else os.path.join(here, "train.py")
     if not os.path.isfile(script):

@@ -67,12 +67,20 @@ ranks = [str(s["rank"]) for s in j["stragglers"] if s["named"]]
 links = [f"{l['a']}-{l['b']}" for l in j["links"] if l["named"]]
 print(f"measured {j['measured_ns']/1e6:.2f} ms, simulated {j['sim_error']*100:+.1f}%, stragglers {ranks}, links {links}"
       + (f" (the capture's own slower ranks {allowed} may be named)" if allowed else ""))
+# What each named cause cost put back into the ideal job (impact) and what putting
+# it right saves in the job as measured (without), for a failure to be told apart
+# from a one-off stall of an agent.
+named = "; ".join([f"rank {s['rank']}: impact {s['impact_ns']/1e6:.2f} ms, without {s['without_ns']/1e6:.2f} ms, "
+                   f"compute {s['compute_ns']/1e6:.2f} ms against {s['peers_compute_ns']/1e6:.2f} ms"
+                   for s in j["stragglers"] if s["named"]] +
+                  [f"{l['a']}-{l['b']}: impact {l['impact_ns']/1e6:.2f} ms, without {l['without_ns']/1e6:.2f} ms"
+                   for l in j["links"] if l["named"]]) + f" (ideal {j['ideal_ns']/1e6:.2f} ms)"
 if kind == "rank":
-    assert ranks[:1] == ([want] if want else ranks[:1]) and set(ranks) <= set(allowed) | {want} - {""}, ranks
-    assert not links, links
+    assert ranks[:1] == ([want] if want else ranks[:1]) and set(ranks) <= set(allowed) | {want} - {""}, (ranks, named)
+    assert not links, (links, named)
 else:
-    assert links == ([want] if want else []), links
-    assert set(ranks) <= set(allowed), ranks
+    assert links == ([want] if want else []), (links, named)
+    assert set(ranks) <= set(allowed), (ranks, named)
 EOF
 }
 

@@ -53,7 +53,9 @@ check "report: loads in Chromium with no error, fetches nothing, every chart has
 
 # The live dashboard of a run in progress: it loads with no console error,
 # talks only to its own controller, draws iterations as they complete, and
-# shows the agent that was killed.
+# shows the agent that was killed. A link's rate needs two progress messages
+# (every 100 ms), so the agent is killed only once every flow has one: a busy
+# machine can draw 3 iterations from the first message alone.
 dashboard_live() {
   "$TW" profile synth --model mlp --ranks 3 --iterations 3000 -o long.yaml 2> /dev/null
   "$TW" run long.yaml --local 3 --out live --quiet --dashboard > live.txt 2> live.err &
@@ -67,7 +69,7 @@ dashboard_live() {
   [ "$(stat -c %a live/dashboard.url)" = 600 ] || { kill $pid; return 1; }
   ! grep -q "${url#*#token=}" live.err || { echo "the token was printed"; kill $pid; return 1; }
   # Until the end: the run failed, and the controller closed the feed after its last status.
-  $PAGE "$url" --allow-origin "${url%/dashboard*}" --wait-state "iterations>=3" --kill-agent 1 \
+  $PAGE "$url" --allow-origin "${url%/dashboard*}" --wait-state "iterations>=3,links>=3" --kill-agent 1 \
     --then-state "failed_agents>=1,state=failed,closed=true" > dash.json || { cat dash.json; kill $pid; return 1; }
   wait $pid
   [ ! -e live/dashboard.url ] || { echo "the address file outlived the run"; return 1; }
