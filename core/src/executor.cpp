@@ -17,6 +17,9 @@ Executor::Executor(const Profile& profile, RankId rank, ExecutorOptions options)
   count_.assign(n, 0);
   armed_iter_.assign(n, -1);
   missing_.assign(n, 0);
+  waits_on_.assign(n, {});
+  waiting_.assign(n, false);
+  waiters_.assign(p_.flows.size(), 0);
   flow_queue_.resize(p_.flows.size());
   flow_due_.resize(p_.flows.size());
   flow_busy_.assign(p_.flows.size(), false);
@@ -37,7 +40,13 @@ Executor::Executor(const Profile& profile, RankId rank, ExecutorOptions options)
       own_flows_.push_back(op.flow);
     }
     if (!o_.open_loop) {
-      for (const Dependency& d : op.after) succ_[d.op].push_back({static_cast<OpIndex>(i), d.iterations_back});
+      for (const Dependency& d : op.after) {
+        succ_[d.op].push_back({static_cast<OpIndex>(i), d.iterations_back});
+        const Op& dep = p_.ops[d.op];
+        if (dep.type != OpType::send || p_.flows[dep.flow].dst != rank_) continue;
+        auto& w = waits_on_[i];
+        if (std::find(w.begin(), w.end(), dep.flow) == w.end()) w.push_back(dep.flow);
+      }
     }
   }
   per_iteration_total_ = own_.size() + incoming;
@@ -65,20 +74,20 @@ void Executor::enter_iteration(std::uint32_t iteration, Nanos now) {
   for (OpIndex op : own_) arm(op, iteration, now);
 }
 
-void Executor::reached(std::uint32_t iteration, Nanos now) {
+void Executor::reached(std::uint32_t iteration, bool own, Nanos now) {
   if (iteration < first_tracked_) throw std::logic_error("event for a completed iteration");
   const std::uint64_t k = iteration - first_tracked_;
-  while (tracked_.size() <= k) {
-    tracked_.push_back(0);
-    tracked_start_.push_back(-1);
-  }
+  track_until(k);
   ++tracked_[k];
+  if (own && ++tracked_own_[k] == own_.size() && k == 0) ++awaited_version_;
   while (!tracked_.empty() && tracked_.front() == per_iteration_total_) {
     const auto done = static_cast<std::uint32_t>(first_tracked_);
     const Nanos started = tracked_start_.front() >= 0 ? tracked_start_.front() : now;
     completed_.push_back({done, started, now});
     tracked_.pop_front();
     tracked_start_.pop_front();
+    tracked_own_.pop_front();
+    ++awaited_version_;
     ++first_tracked_;
     ++completed_iterations_;
     if (!o_.open_loop && p_.iteration_barrier && completed_iterations_ < iterations_) {
@@ -91,10 +100,7 @@ void Executor::arm(OpIndex op, std::uint32_t iteration, Nanos now) {
   // Note when the rank started working on this iteration.
   if (iteration >= first_tracked_) {
     const std::uint64_t k = iteration - first_tracked_;
-    while (tracked_.size() <= k) {
-      tracked_.push_back(0);
-      tracked_start_.push_back(-1);
-    }
+    track_until(k);
     if (tracked_start_[k] < 0) tracked_start_[k] = now;
   }
   armed_iter_[op] = iteration;
@@ -104,7 +110,25 @@ void Executor::arm(OpIndex op, std::uint32_t iteration, Nanos now) {
     if (need >= 0 && count_[d.op] <= static_cast<std::uint64_t>(need)) ++missing;
   }
   missing_[op] = missing;
+  set_waiting(op, missing > 0);
   if (missing == 0) ready(op, iteration, now);
+}
+
+void Executor::track_until(std::uint64_t k) {
+  while (tracked_.size() <= k) {
+    tracked_.push_back(0);
+    tracked_start_.push_back(-1);
+    tracked_own_.push_back(0);
+    if (tracked_.size() == 1) ++awaited_version_;  // a new front
+  }
+}
+
+void Executor::set_waiting(OpIndex op, bool waiting) {
+  if (waiting_[op] == waiting) return;
+  waiting_[op] = waiting;
+  for (FlowIndex f : waits_on_[op]) {
+    if (waiting ? waiters_[f]++ == 0 : --waiters_[f] == 0) ++awaited_version_;
+  }
 }
 
 void Executor::ready(OpIndex op, std::uint32_t iteration, Nanos now) {
@@ -150,10 +174,7 @@ void Executor::dispatch_flow(FlowIndex flow, Nanos now) {
 void Executor::plan_open_loop_iteration(std::uint32_t iteration) {
   const Nanos base = start_ + static_cast<Nanos>(iteration) * o_.period;
   const std::uint64_t k = iteration - first_tracked_;
-  while (tracked_.size() <= k) {
-    tracked_.push_back(0);
-    tracked_start_.push_back(-1);
-  }
+  track_until(k);
   tracked_start_[k] = base;
   open_loop_planned_ = iteration + 1;
   open_loop_pending_ = 0;
@@ -186,6 +207,7 @@ void Executor::counted(OpIndex op, std::uint32_t iteration, Nanos now) {
   for (const Successor& s : succ_[op]) {
     if (armed_iter_[s.op] == static_cast<std::int64_t>(iteration) + s.back && missing_[s.op] > 0 &&
         --missing_[s.op] == 0) {
+      set_waiting(s.op, false);
       ready(s.op, static_cast<std::uint32_t>(armed_iter_[s.op]), now);
     }
   }
@@ -193,7 +215,7 @@ void Executor::counted(OpIndex op, std::uint32_t iteration, Nanos now) {
   if (is_own_[op] && !o_.open_loop && !p_.iteration_barrier && iteration + 1 < iterations_) {
     arm(op, iteration + 1, now);
   }
-  reached(iteration, now);
+  reached(iteration, is_own_[op], now);
 }
 
 void Executor::compute_done(OpIndex op, std::uint32_t iteration, Nanos now) {

@@ -613,7 +613,10 @@ std::string summary_error(const std::string& dir, int rank) {
 // 110-119 reads, 2418-2669 of them seen before their read. With --read-gap-us 0
 // the receiver read 1729 times and saw none before its read, and this test fails;
 // without the watching every receive time is its delivery's, and it fails too.)
-TEST(Replay, AReadGapGathersTheReadsOfAStreamAndKeepsEveryRecord) {
+// A flow that an op waits for is read at once, gap or not: 37-75 of 3000 seen
+// before their read; with the gap applied to it as well, 652 on a second I/O
+// thread and over 2000 on one.
+TEST(Replay, AReadGapGathersTheReadsOfAStreamNobodyWaitsForAndKeepsEveryRecord) {
   struct Times {
     std::size_t messages = 0, reads = 0, seen_before_read = 0, after_delivery = 0;
   };
@@ -658,6 +661,32 @@ TEST(Replay, AReadGapGathersTheReadsOfAStreamAndKeepsEveryRecord) {
   EXPECT_LE(t.reads * 2, t.messages) << t.reads << " reads for " << t.messages << " messages";
   EXPECT_GE(t.seen_before_read * 4, t.messages - t.reads) << t.seen_before_read << " of " << t.messages << " seen before their read";
   EXPECT_EQ(t.after_delivery, 0U) << "receive times after their delivery";
+
+  // The same stream, with an op of rank 1 waiting for each message: it is read
+  // at once, the gap notwithstanding. (Gathered, a message waits up to 1 ms for
+  // its read; here only a message that lands between one op's start and the
+  // next one's arming can be seen before its read.)
+  const std::string waited = dir.path() + "/waited.yaml";
+  std::ofstream(waited) << "version: 1\niterations: 3000\niteration_barrier: false\nranks: [{id: 0}, {id: 1}]\n"
+                           "flows: [{id: f0, src: 0, dst: 1}]\nops: [{id: c0, type: compute, rank: 0, duration: 20us},\n"
+                           "  {id: s0, type: send, flow: f0, bytes: 4096, after: [c0]},\n"
+                           "  {id: c1, type: compute, rank: 1, duration: 1us, after: [\"recv:s0\"]}]\n";
+  const Profile pw = load(waited);
+  // On a second I/O thread the flow learns it from the main thread's copy.
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " I/O thread(s)");
+    TempDir at_once;
+    const Ran rw = run(kBinary + " replay --local 2 " + waited + " --out " + at_once.path() +
+                           " --spin-us 20 --read-gap-us 1000 --io-threads " + std::to_string(threads),
+                       at_once.path());
+    ASSERT_EQ(rw.status, 0) << rw.output;
+    const RunCheck cw = check(pw, at_once.path(), {3000, false, 50 * kMicro});
+    EXPECT_TRUE(cw.problems.empty()) << joined(cw.problems);
+    const Times tw = times(at_once.path());
+    EXPECT_EQ(tw.messages, 3000U);
+    EXPECT_LE(tw.seen_before_read * 10, tw.messages) << tw.seen_before_read << " of " << tw.messages << " seen before their read";
+    EXPECT_EQ(tw.after_delivery, 0U) << "receive times after their delivery";
+  }
 
   // Out of range: a one-line error, before any agent starts.
   const Ran bad = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() + "/bad --read-gap-us 5000", dir.path());

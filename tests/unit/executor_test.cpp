@@ -208,6 +208,56 @@ TEST(Executor, BundledProfilesRunToTheEndAboveTheirLowerBound) {
   }
 }
 
+// A flow is awaited while an op of the rank waits for its messages: the agent
+// gathers the reads of a flow nobody waits for (--read-gap-us) and reads one
+// that somebody does at once.
+TEST(Executor, SaysWhileAnOpWaitsForAFlowsMessages) {
+  // Without the barrier: c computes on each message of a; b's messages are waited for by nobody.
+  const Profile p = load(
+      "version: 1\niterations: 2\niteration_barrier: false\nranks: [{id: 0}, {id: 1}]\n"
+      "flows: [{id: a, src: 0, dst: 1}, {id: b, src: 0, dst: 1}]\n"
+      "ops:\n"
+      "  - {id: s, type: send, flow: a, bytes: 1MB}\n"
+      "  - {id: u, type: send, flow: b, bytes: 1MB}\n"
+      "  - {id: c, type: compute, rank: 1, duration: 5ms, after: [recv:s]}\n");
+  Executor ex(p, 1, {});
+  ex.start(0);
+  EXPECT_TRUE(ex.awaited(0));  // c of iteration 0 waits for s
+  EXPECT_FALSE(ex.awaited(1));
+  std::uint64_t version = ex.awaited_version();
+  ex.received(0, 0, 10);
+  EXPECT_FALSE(ex.awaited(0)) << "c runs; its next instance is not armed yet";
+  EXPECT_NE(ex.awaited_version(), version);
+  Action a;
+  ASSERT_TRUE(ex.next_action(a));
+  EXPECT_EQ(a.op, 2U);
+  version = ex.awaited_version();
+  ex.received(1, 0, 20);  // u: nobody waits, nothing changes
+  EXPECT_EQ(ex.awaited_version(), version);
+  ex.compute_done(2, 0, 5'000'010);
+  EXPECT_TRUE(ex.awaited(0)) << "c of iteration 1 waits for s";
+  ex.received(0, 1, 5'000'020);
+  EXPECT_FALSE(ex.awaited(0));
+  EXPECT_FALSE(ex.awaited(1));
+
+  // With the barrier: rank 0 of the chain waits for nothing until its own ops
+  // are done; then its iteration waits for s1 alone, and the next begins with it.
+  const Profile chain = load(kChain);
+  Executor ex0(chain, 0, {});
+  ex0.start(0);
+  EXPECT_FALSE(ex0.awaited(1));
+  ASSERT_TRUE(ex0.next_action(a));
+  ex0.compute_done(a.op, 0, 4'000'000);
+  ASSERT_TRUE(ex0.next_action(a));
+  EXPECT_FALSE(ex0.awaited(1)) << "s0 is not sent yet";
+  ex0.send_done(a.op, 0, 5'000'000);
+  EXPECT_TRUE(ex0.awaited(1)) << "iteration 0 waits for s1 alone";
+  version = ex0.awaited_version();
+  ex0.received(3, 0, 6'000'000);
+  EXPECT_FALSE(ex0.awaited(1)) << "iteration 1 began";
+  EXPECT_NE(ex0.awaited_version(), version);
+}
+
 TEST(Executor, ReportsWhatItWaitsFor) {
   const Profile p = load(kChain);
   Executor ex(p, 1, {});

@@ -2,6 +2,7 @@
 // time dilation. One derivation for `run`, `agent` and `replay --local`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -91,6 +92,12 @@ TEST(RunSettings, AgentArgumentsCarryTheOptions) {
   EXPECT_EQ(agent_arguments(o, {.local_agents = 4, .cores = 2}),
             (std::vector<std::string>{"--spin-us", "0", "--link-gbps", "10", "--connect-timeout", "30", "--idle-timeout", "60",
                                       "--open-loop", "--delay-us", "2.5", "--iterations", "3"}));
+  // The read gap is on by default: turned off, the agents are told so.
+  o.read_gap_us = 0;
+  const auto args = agent_arguments(o, {.local_agents = 4, .cores = 2});
+  const auto gap = std::find(args.begin(), args.end(), "--read-gap-us");
+  ASSERT_NE(gap, args.end());
+  EXPECT_EQ(*std::next(gap), "0");
 }
 
 TEST(RunSettings, HeartbeatStretchesWithTheAgentsPerCoreOfThisMachine) {

@@ -140,6 +140,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         in_.push_back(std::make_unique<IncomingFlow>(io(t), p_, flow, rank_, s, recv_seen_, recorder_.producer(t), in_events(t)));
       }
     }
+    awaited_ = std::make_unique<std::atomic<bool>[]>(p_.flows.size());
+    for (FlowIndex f = 0; f < p_.flows.size(); ++f) awaited_[f].store(true, std::memory_order_relaxed);
     // A flow takes turns with the others of its I/O thread.
     std::vector<std::size_t> flows_on(threads_, 0);
     for (const std::size_t t : out_thread_) ++flows_on[t];
@@ -281,6 +283,9 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       void received(OpIndex op, std::uint32_t iteration, Nanos at) override {
         asio::post(agent.ctx_, [ag = &agent, op, iteration, at] { ag->received(op, iteration, at); });
       }
+      // As the main thread last copied it (pump()): a flow may gather a read
+      // while an op has just begun to wait, until its next look.
+      bool awaited(FlowIndex flow) const override { return agent.awaited_[flow].load(std::memory_order_relaxed); }
       void after_events() override {
         asio::post(agent.ctx_, [ag = &agent] { ag->after_events(); });
       }
@@ -555,6 +560,10 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         pump();
       }, plan.spin);
     }
+    if (!workers_.empty() && executor_.awaited_version() != awaited_version_) {
+      awaited_version_ = executor_.awaited_version();
+      for (const auto& in : in_) awaited_[in->flow()].store(executor_.awaited(in->flow()), std::memory_order_relaxed);
+    }
     if (executor_.finished() && !finishing_) start_finishing();
   }
 
@@ -601,6 +610,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
 
   bool stopped() const override { return !error_.empty(); }
   void received(OpIndex op, std::uint32_t iteration, Nanos at) override { executor_.received(op, iteration, at); }
+  bool awaited(FlowIndex flow) const override { return executor_.awaited(flow); }
   void after_events() override { pump(); }
   void failed(std::string why) override { fail(std::move(why)); }
   void ended(IncomingFlow&) override { maybe_stop(); }
@@ -754,6 +764,10 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   std::vector<std::unique_ptr<OutgoingFlow>> out_;
   std::vector<std::unique_ptr<IncomingFlow>> in_;
   std::vector<std::size_t> out_thread_, in_thread_;  // the I/O thread of each
+  // executor_.awaited() of each flow, for the incoming flows on other I/O
+  // threads: copied in pump() when the executor's version of it moves.
+  std::unique_ptr<std::atomic<bool>[]> awaited_;
+  std::uint64_t awaited_version_ = ~std::uint64_t{0};
   std::vector<std::pair<Nanos, Nanos>> iteration_times_;
   std::optional<Nanos> armed_wake_;
   long run_max_rss_kib_ = 0;

@@ -126,13 +126,14 @@ void IncomingFlow::read_later() {
 // the read it replaces but sends no acknowledgement, so each message still gets
 // the time its last byte was first seen (Sightings): the receive records keep
 // the resolution of a look, as without the gap, and what the gap delays is the
-// message's delivery to the ops (its dependants start up to the gap late). A
-// flow woken from epoll reads at once; a gap longer than the look
-// (keep_looking()) keeps the flow looking until it has passed, then it reads
-// once more before it sleeps.
+// message's delivery to the ops. So the gap holds only while no op waits for the
+// flow's messages (Executor::awaited): an op that waits makes the flow read at
+// its next look, and a stream nobody waits for yet gathers. A flow woken from
+// epoll reads at once; a gap longer than the look (keep_looking()) keeps the
+// flow looking until it has passed, then it reads once more before it sleeps.
 // Without a gap, or when not looking again, no clock read: this is on every read.
 bool IncomingFlow::too_soon(int fd) {
-  if (s_.read_gap <= 0 || dry_since_ == 0) return false;
+  if (s_.read_gap <= 0 || dry_since_ == 0 || events_.awaited(flow_)) return false;
   const Nanos now = mono_now();
   return now - read_at_ < s_.read_gap && sight(fd, now);
 }

@@ -34,6 +34,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     virtual bool stopped() const = 0;  // the run failed: stop reading
     virtual void progress() = 0;  // a read returned data
     virtual void received(OpIndex op, std::uint32_t iteration, Nanos at) = 0;  // delivered to the ops, at `at` (monotonic)
+    virtual bool awaited(FlowIndex flow) const = 0;  // an op waits for a message of the flow (Executor::awaited)
     virtual void after_events() = 0;  // after a read or a delivery: let the ops act
     virtual void failed(std::string why) = 0;  // the peer broke the stream
     virtual void ended(IncomingFlow& flow) = 0;  // the peer closed it after every message
@@ -51,8 +52,9 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     // The delivery timer's spin, and how long a flow whose socket ran dry keeps
     // looking before it sleeps in epoll (keep_looking()).
     Nanos spin = 0;
-    // While it looks again, a flow reads no sooner than this after its last read
-    // that returned bytes (read_some()).
+    // While it looks again and no op waits for its messages (Events::awaited),
+    // a flow reads no sooner than this after its last read that returned bytes
+    // (read_some()).
     Nanos read_gap = 0;
     // Where reads land: shared by the flows of one I/O thread (a read is
     // decoded before the next begins), so that memory grows with the threads,

@@ -28,7 +28,7 @@ struct RunSummary {
   bool open_loop = false;
   double slowdown = 1.0;
   Nanos spin = 0, delay = 0;
-  Nanos read_gap = 0;  // --read-gap-us: deliveries up to it late while a flow streams
+  Nanos read_gap = 0;  // --read-gap-us: deliveries nobody waited for up to it late
   bool tx_timestamps = true;
   std::uint32_t tx_stamp_every = 1;  // >1: transmit timestamps of every Nth message only (sampled)
   std::uint64_t tx_sched_flows = 0;  // outgoing flows that asked for TX_SCHED

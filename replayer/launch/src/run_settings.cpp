@@ -81,7 +81,7 @@ std::vector<std::string> agent_arguments(const ReplayOptions& o, const RunPlacem
                                    "--connect-timeout", fmt::format("{}", o.connect_timeout_s),
                                    "--idle-timeout",    fmt::format("{}", o.idle_timeout_s)};
   if (o.open_loop) args.push_back("--open-loop");
-  if (o.read_gap_us > 0) args.insert(args.end(), {"--read-gap-us", fmt::format("{}", o.read_gap_us)});
+  if (o.read_gap_us != ReplayOptions{}.read_gap_us) args.insert(args.end(), {"--read-gap-us", fmt::format("{}", o.read_gap_us)});
   if (o.no_tx_timestamps) args.push_back("--no-tx-timestamps");
   if (o.tx_stamp_every != 1) args.insert(args.end(), {"--tx-stamp-every", std::to_string(o.tx_stamp_every)});
   if (o.tx_sched != "auto") args.insert(args.end(), {"--tx-sched", o.tx_sched});

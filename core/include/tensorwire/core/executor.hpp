@@ -92,6 +92,21 @@ class Executor {
   };
   bool pop_completed(IterationTimes& out);
 
+  // Whether an op of this rank waits now for a message of `flow` (an incoming
+  // flow): an op armed for its next instance that still misses a dependency on
+  // the flow's messages, or, with the iteration barrier, an iteration whose own
+  // ops are all done and that waits only for messages (the next one begins when
+  // they are in). A flow nobody waits for can gather its reads (--read-gap-us);
+  // one that is waited for reads at once. Conservative: an op that waits on
+  // several things counts for each of its incoming flows until it is ready.
+  bool awaited(FlowIndex flow) const {
+    return waiters_[flow] > 0 ||
+           (p_.iteration_barrier && !o_.open_loop && (tracked_own_.empty() ? own_.empty() : tracked_own_.front() == own_.size()));
+  }
+  // Changes whenever awaited() may have changed, for a caller that copies it
+  // to another thread.
+  std::uint64_t awaited_version() const { return awaited_version_; }
+
   // A human-readable account of what is not yet done, for timeouts.
   std::string waiting_for() const;
 
@@ -122,7 +137,9 @@ class Executor {
   void plan_open_loop_iteration(std::uint32_t iteration);
   void dispatch_compute(Nanos now);
   void dispatch_flow(FlowIndex flow, Nanos now);
-  void reached(std::uint32_t iteration, Nanos now);
+  void reached(std::uint32_t iteration, bool own, Nanos now);
+  void track_until(std::uint64_t k);
+  void set_waiting(OpIndex op, bool waiting);
 
   const Profile& p_;
   RankId rank_;
@@ -137,6 +154,10 @@ class Executor {
   std::vector<std::uint64_t> count_;  // own ops: instances completed; incoming: instances received
   std::vector<std::int64_t> armed_iter_;  // own ops: armed instance, -1 if none
   std::vector<std::uint32_t> missing_;  // own ops: unsatisfied deps of the armed instance
+  std::vector<std::vector<FlowIndex>> waits_on_;  // own ops: the incoming flows of their dependencies
+  std::vector<bool> waiting_;  // own ops: armed with missing_ > 0
+  std::vector<std::uint32_t> waiters_;  // by flow: own ops waiting that depend on its messages
+  std::uint64_t awaited_version_ = 0;
 
   MinHeap compute_queue_;
   bool computing_ = false;
@@ -151,6 +172,7 @@ class Executor {
   std::uint64_t per_iteration_total_ = 0;
   std::deque<std::uint64_t> tracked_;
   std::deque<Nanos> tracked_start_;
+  std::deque<std::uint64_t> tracked_own_;  // of tracked_: own ops completed
   std::uint64_t first_tracked_ = 0;
   std::uint64_t completed_iterations_ = 0;
   std::deque<IterationTimes> completed_;
