@@ -11,11 +11,11 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
       ->capture_default_str();
   app->add_option("--spin-us", a.spin_us, "Busy-wait this long before each deadline, and look again this long (at most 20 us) at a flow whose socket ran dry before it sleeps (default: 20, or 0 when the agents on this machine, --local or --testbed, are as many as its cores)");
   app->add_option("--read-gap-us", a.read_gap_us,
-                  "Read a flow whose socket ran dry again no sooner than this after its last read that returned bytes, "
-                  "while no op waits for its messages (a flow an op waits for is read at once) and it looks again (--spin-us "
-                  "above 0): fewer, larger reads, and fewer acknowledgements for the sender to process (small messages: "
-                  "docs/BENCHMARKS.md). Receive times stay when the socket was seen to hold each message; results say "
-                  "the gap (0: every read at once; at most 1000)")
+                  "Read a flow of messages under 64 KiB whose socket ran dry again no sooner than this after its last "
+                  "read that returned bytes, while no op waits for its messages (a flow an op waits for is read at once) "
+                  "and it looks again (--spin-us above 0): fewer, larger reads, and fewer acknowledgements for the sender "
+                  "to process (small messages: docs/BENCHMARKS.md). Receive times stay when the socket was seen to hold "
+                  "each message; results say the gap (0: every read at once; at most 1000)")
       ->capture_default_str();
   app->add_option("--delay-us", a.delay_us, "Emulated one-way latency added to every received message");
   app->add_option("--iterations", a.iterations, "Replay this many iterations instead of the profile's");

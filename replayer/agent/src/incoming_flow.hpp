@@ -101,6 +101,8 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   // The most a wait for more of a message asks the kernel to gather before it
   // wakes the flow (SO_RCVLOWAT): a full read (the agent's read buffer).
   static constexpr std::uint64_t kLowWater = 128 * 1024;
+  // The read gap holds for messages smaller than this (too_soon()).
+  static constexpr std::uint64_t kGatherBelow = 64 * 1024;
   void set_low_water(int fd);
   void wait_readable();
   void read_some();
@@ -134,6 +136,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   std::uint64_t messages_ = 0, bytes_ = 0;
   int low_water_ = 1;  // the socket's SO_RCVLOWAT
   Nanos dry_since_ = 0;  // when the socket was last found empty, 0 once read from
+  bool small_ = true;  // the last message was smaller than kGatherBelow (too_soon())
   Sightings sightings_;  // while a read waits out the gap (sight())
   // Messages waiting out the delay: one delay per flow, so in arrival order.
   // Popped from head_, cleared when empty: the vector keeps its capacity.
