@@ -9,6 +9,7 @@ namespace tw {
 Executor::Executor(const Profile& profile, RankId rank, ExecutorOptions options)
     : p_(profile), rank_(rank), o_(std::move(options)) {
   iterations_ = o_.iterations != 0 ? o_.iterations : p_.iterations;
+  barrier_ = p_.iteration_barrier && !o_.open_loop;
   const std::size_t n = p_.ops.size();
   if (o_.open_loop && o_.offsets.size() != n) throw std::invalid_argument("open loop needs one offset per op");
   is_own_.assign(n, false);
@@ -78,19 +79,17 @@ void Executor::reached(std::uint32_t iteration, bool own, Nanos now) {
   if (iteration < first_tracked_) throw std::logic_error("event for a completed iteration");
   const std::uint64_t k = iteration - first_tracked_;
   track_until(k);
-  ++tracked_[k];
-  if (own && ++tracked_own_[k] == own_.size() && k == 0) ++awaited_version_;
-  while (!tracked_.empty() && tracked_.front() == per_iteration_total_) {
+  ++tracked_[k].count;
+  if (own && ++tracked_[k].own == own_.size() && k == 0 && barrier_) ++awaited_version_;
+  while (!tracked_.empty() && tracked_.front().count == per_iteration_total_) {
     const auto done = static_cast<std::uint32_t>(first_tracked_);
-    const Nanos started = tracked_start_.front() >= 0 ? tracked_start_.front() : now;
+    const Nanos started = tracked_.front().start >= 0 ? tracked_.front().start : now;
     completed_.push_back({done, started, now});
     tracked_.pop_front();
-    tracked_start_.pop_front();
-    tracked_own_.pop_front();
-    ++awaited_version_;
+    if (barrier_) ++awaited_version_;
     ++first_tracked_;
     ++completed_iterations_;
-    if (!o_.open_loop && p_.iteration_barrier && completed_iterations_ < iterations_) {
+    if (barrier_ && completed_iterations_ < iterations_) {
       enter_iteration(static_cast<std::uint32_t>(completed_iterations_), now);
     }
   }
@@ -101,7 +100,7 @@ void Executor::arm(OpIndex op, std::uint32_t iteration, Nanos now) {
   if (iteration >= first_tracked_) {
     const std::uint64_t k = iteration - first_tracked_;
     track_until(k);
-    if (tracked_start_[k] < 0) tracked_start_[k] = now;
+    if (tracked_[k].start < 0) tracked_[k].start = now;
   }
   armed_iter_[op] = iteration;
   std::uint32_t missing = 0;
@@ -115,12 +114,8 @@ void Executor::arm(OpIndex op, std::uint32_t iteration, Nanos now) {
 }
 
 void Executor::track_until(std::uint64_t k) {
-  while (tracked_.size() <= k) {
-    tracked_.push_back(0);
-    tracked_start_.push_back(-1);
-    tracked_own_.push_back(0);
-    if (tracked_.size() == 1) ++awaited_version_;  // a new front
-  }
+  if (barrier_ && tracked_.size() <= k && tracked_.empty()) ++awaited_version_;  // a new front
+  if (tracked_.size() <= k) tracked_.resize(k + 1);
 }
 
 void Executor::set_waiting(OpIndex op, bool waiting) {
@@ -175,7 +170,7 @@ void Executor::plan_open_loop_iteration(std::uint32_t iteration) {
   const Nanos base = start_ + static_cast<Nanos>(iteration) * o_.period;
   const std::uint64_t k = iteration - first_tracked_;
   track_until(k);
-  tracked_start_[k] = base;
+  tracked_[k].start = base;
   open_loop_planned_ = iteration + 1;
   open_loop_pending_ = 0;
   for (OpIndex op : own_) {

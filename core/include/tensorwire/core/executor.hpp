@@ -100,8 +100,7 @@ class Executor {
   // one that is waited for reads at once. Conservative: an op that waits on
   // several things counts for each of its incoming flows until it is ready.
   bool awaited(FlowIndex flow) const {
-    return waiters_[flow] > 0 ||
-           (p_.iteration_barrier && !o_.open_loop && (tracked_own_.empty() ? own_.empty() : tracked_own_.front() == own_.size()));
+    return waiters_[flow] > 0 || (barrier_ && (tracked_.empty() ? own_.empty() : tracked_.front().own == own_.size()));
   }
   // Changes whenever awaited() may have changed, for a caller that copies it
   // to another thread.
@@ -167,12 +166,18 @@ class Executor {
   std::vector<Action> actions_;  // a FIFO that keeps its capacity
   std::size_t action_head_ = 0;
 
-  // Iteration bookkeeping: tracked_ counts, per iteration from first_tracked_,
-  // how many own ops completed and incoming messages arrived.
+  // Iteration bookkeeping: tracked_ holds, per iteration from first_tracked_,
+  // what the rank has done of it.
   std::uint64_t per_iteration_total_ = 0;
-  std::deque<std::uint64_t> tracked_;
-  std::deque<Nanos> tracked_start_;
-  std::deque<std::uint64_t> tracked_own_;  // of tracked_: own ops completed
+  struct Tracked {
+    std::uint64_t count = 0;  // own ops completed and incoming messages received
+    std::uint64_t own = 0;    // own ops completed
+    Nanos start = -1;         // when the rank entered it; -1 not yet
+  };
+  std::deque<Tracked> tracked_;
+  // The iteration barrier is kept (closed loop): awaited() then also depends on
+  // the oldest tracked iteration.
+  bool barrier_ = false;
   std::uint64_t first_tracked_ = 0;
   std::uint64_t completed_iterations_ = 0;
   std::deque<IterationTimes> completed_;
