@@ -158,8 +158,11 @@ tput() {  # SIZE FLOWS COUNT IO_THREADS -> Gb/s
   rate "$work/t" | cut -d' ' -f1
   rm -rf "$work/t"
 }
-for spec in "1MiB 1 2000 1" "1MiB 1 2000 1 pin" "8MiB 1 300 1" "64MiB 1 40 1" "8MiB 4 100 1" "8MiB 4 100 1 nospin" \
-  "8MiB 4 100 2" "8MiB 16 25 1" "8MiB 16 25 2"; do
+# Every run carries 12.6-12.9 GB, 2-4 s at this machine's rates, about as long as
+# iperf3's 4 s: the rate of either switches between steady states that last tenths
+# of a second (Runs as long as iperf3's, below), so a shorter run draws one or two.
+for spec in "1MiB 1 12000 1" "1MiB 1 12000 1 pin" "8MiB 1 1500 1" "64MiB 1 192 1" "8MiB 4 384 1" "8MiB 4 384 1 nospin" \
+  "8MiB 4 384 2" "8MiB 16 96 1" "8MiB 16 96 2"; do
   set -- $spec
   PIN=0 SPIN=()
   [ "${5:-}" = pin ] && PIN=1
@@ -202,6 +205,34 @@ echo "shared virtual machine (in three runs of this table on 2026-12-04 its one-
 echo "medians were 26.1-46.7 Gb/s, the agent's 27.5-42.3), and its receiver is the slower"
 echo "one, as the next table shows."
 echo
+echo "Runs as long as iperf3's (2026-12-05, Intel Xeon machine, 1-minute load 0.2-1.7 from"
+echo "these runs alone). Until then the agents' runs carried 2.0-3.4 GB, 0.5-0.9 s at these"
+echo "rates, against iperf3's 4 s, and the rows with four flows and 64 KiB messages fell"
+echo "short by as much from one run of the whole table to the next as they did of their"
+echo "baselines (64 KiB: 86%, 93%, then 54% of the timestamped loop, the agent unchanged for"
+echo "it). On this machine the rate of any sender switches between steady states that last"
+echo "tenths of a second: iperf3 -N with 64 KiB writes moved 10.3-58.8 Gb/s from one 100 ms"
+echo "interval to the next within runs of 1 s; a run of the agents of 50 000 such messages"
+echo "(0.95 s) moved 13.3-14.3 Gb/s for its first 290 ms, then 22-43. In the slow states the"
+echo "sender's core goes to BBR's pacing: perf stat of the sending side counted, for the"
+echo "blocking loop, 4 300 pacing timers (hrtimer_start from tcp_write_xmit) in a run at 74"
+echo "700 messages a second and 15 800 in one at 43 400; for the agent, 6 400 at 66 400 and"
+echo "34 800 at 36 600. Each fires an interrupt and a softirq on the sender's core. So a"
+echo "short run draws one or two states, and the draw decides the row. Four flows of 8 MiB"
+echo "messages, 3 rounds by length: 50 iterations (1.6 GB) 29.0-46.4 Gb/s, 100 iterations"
+echo "44.6-46.3, 200 40.1-51.7, 400 50.1-59.5, 800 51.2-58.2, iperf3 -P 4 -N 50.6-55.2; and 5"
+echo "paired rounds: 100 iterations median 41.1 Gb/s, 400 iterations 52.2, iperf3 52.9. 64"
+echo "KiB messages against the timestamped loop: 50 000 a run, median ratio 86% (34-139%) in"
+echo "20 paired rounds and 85% (46-102%) in 16 more; 200 000 a run, 96-112% in 6. Every run"
+echo "of the tables above and below now carries 12.6-12.9 GB (small messages: 2.4 GB of 4"
+echo "KiB, 13 GB of 64 KiB), 2-4 s. Tried in the same hour and not kept: reading only when"
+echo "the socket holds the rest of the message (asked with SIOCINQ), which cut the receiver's"
+echo "acknowledgements of 64 KiB messages from 1.6 to 1.0 a message (nstat) but raised the"
+echo "rate in only 7 of 20 paired rounds (median ratio 82% against 86%), and four flows'"
+echo "not at all (median 36.8 against 40.1 Gb/s, 6 rounds); the read gap for 64 KiB messages"
+echo "too, which gathered two at a time and left 31 000-32 000 a second against 57 000"
+echo "(40 000-50 000 pacing timers a run, 6 rounds)."
+echo
 pair_rate() {  # MODE SIZE COUNT [LOWAT [CHUNK]] -> msg/s ("" for no LOWAT)
   # shellcheck disable=SC2086  # an empty LOWAT or CHUNK is no argument
   on_core 1 ip netns exec $B "$pair" recv 17200 "$2" "$3" ${4:-} > "$work/pair.out" &
@@ -227,9 +258,9 @@ ours=() plain=() lowat=() PIN=0 SPIN=()
 table_start
 gbps() { awk '{printf "%.2f", $1 * 8 * 1048576 / 1e9}'; }  # 1 MiB messages/s -> Gb/s
 for ((k = 0; k < REPS; k++)); do
-  plain+=("$(pair_rate "send" 1048576 2000 "" 131072 | gbps)")
-  ours+=("$(tput 1MiB 1 2000 1)")
-  lowat+=("$(pair_rate "send" 1048576 2000 131072 131072 | gbps)")
+  plain+=("$(pair_rate "send" 1048576 12000 "" 131072 | gbps)")
+  ours+=("$(tput 1MiB 1 12000 1)")
+  lowat+=("$(pair_rate "send" 1048576 12000 131072 131072 | gbps)")
 done
 echo "| 1 flow, 1MiB messages | $(spread "${ours[@]}") Gb/s | $(spread "${plain[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${plain[*]}") |" \
   "$(spread "${lowat[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${lowat[*]}") |"
@@ -299,7 +330,7 @@ ours=() bidir=() two=()
 table_start
 for ((k = 0; k < REPS; k++)); do
   bidir+=("$(bidir_iperf)")
-  ours+=("$(bidir_ours 8MiB 300)")
+  ours+=("$(bidir_ours 8MiB 768)")
   two+=("$(two_iperf)")
 done
 echo "| 1 flow each way, 8MiB messages | $(spread "${ours[@]}") Gb/s | $(spread "${bidir[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${bidir[*]}") |" \
@@ -451,7 +482,8 @@ echo "|---|---|---|---|---|---|"
 table_start
 # The agents' options of a row follow its size and count; the timestamped loop is
 # the baseline wherever the agents ask for transmit timestamps.
-for spec in "4096 200000" "65536 50000" "65536 50000 pin" "4096 200000 --no-tx-timestamps" "4096 200000 --read-gap-us 0"; do
+# 2-4 s a run at this machine's rates, as the throughput table's.
+for spec in "4096 600000" "65536 200000" "65536 200000 pin" "4096 600000 --no-tx-timestamps" "4096 600000 --read-gap-us 0"; do
   set -- $spec
   size=$1 count=$2
   shift 2
