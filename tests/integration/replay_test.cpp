@@ -484,6 +484,10 @@ TEST(Replay, StragglersAndLatencyAreEmulated) {
   const Profile p = load(profile);
   const RunCheck c = check(p, dir.path(), {5, false, 50 * kMicro});
   EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
+  // Agents that do not spin (as many as the cores) end a compute when a timer set
+  // early by their usual wake-up delay fires: on time on average, and up to
+  // kMaxTimerLead short when a wake-up comes sooner than usual.
+  const Nanos early = spun(dir.path()) ? 0 : kMaxTimerLead;
   std::size_t computes = 0, receipts = 0;
   for (std::size_t rank = 0; rank < 2; ++rank) {
     for (const Record& rec : read_records(run_dir::records_file(dir.path(), static_cast<RankId>(rank)))) {
@@ -491,7 +495,7 @@ TEST(Replay, StragglersAndLatencyAreEmulated) {
         ++computes;
         const auto c = rec.as<ComputeRecord>();
         const Nanos held = c.end - c.start;
-        EXPECT_GE(held, rank == 1 ? 6 * kMilli : 2 * kMilli) << "rank " << rank;  // the straggler holds 3x
+        EXPECT_GE(held, (rank == 1 ? 6 * kMilli : 2 * kMilli) - early) << "rank " << rank;  // the straggler holds 3x
       }
       if (rec.is(RecordKind::receive)) {
         ++receipts;
