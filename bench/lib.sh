@@ -12,8 +12,6 @@ spread_signed() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {printf "%s
 maximum() { printf '%s\n' "$@" | sort -g | tail -1; }
 # range VALUES...: max - min.
 range() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[NR] - v[1]}'; }
-# ratio A B: A as a percentage of B, like "93%".
-ratio() { /usr/bin/python3 -c "print(f'{$1/$2*100:.0f}%')"; }
 # paired_ratio "A1 A2 ..." "B1 B2 ...": each Ak as a percentage of Bk (a run and
 # the baseline run beside it), as "median% (min-max%)". On a machine whose speed
 # drifts between runs, a ratio of neighbours cancels the drift that a ratio of

@@ -114,8 +114,9 @@ void Executor::arm(OpIndex op, std::uint32_t iteration, Nanos now) {
 }
 
 void Executor::track_until(std::uint64_t k) {
-  if (barrier_ && tracked_.size() <= k && tracked_.empty()) ++awaited_version_;  // a new front
-  if (tracked_.size() <= k) tracked_.resize(k + 1);
+  if (tracked_.size() > k) return;
+  if (barrier_ && tracked_.empty()) ++awaited_version_;  // a new front
+  tracked_.resize(k + 1);
 }
 
 void Executor::set_waiting(OpIndex op, bool waiting) {
