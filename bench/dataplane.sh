@@ -73,6 +73,9 @@ rate() {  # RUN_DIR -> "Gb/s messages/s" at the receiver
 # with the baseline's, shown with its range, and each ratio the median of the
 # REPS ratios of a run to the baseline run beside it (paired_ratio).
 REPS=${REPS:-5}
+# The throughput rows, whose runs spread most (by a third and more), take 9: with
+# 5, the four-flow row's median ratio moved 94-98% between runs of the table.
+TREPS=${TREPS:-9}
 
 # PIN=1: the sending side on core 0 and the receiving side on core 1, for the
 # baselines (taskset) as for the agents (--pin: rank 0's threads on core 0, rank
@@ -138,8 +141,8 @@ echo "with 1 MiB ones."
 echo
 echo "### Throughput"
 echo
-echo "Receiver-side rate: median of $REPS runs (range), alternating with the baselines."
-echo "Each ratio is the median (range) of the $REPS ratios of a run to the baseline run"
+echo "Receiver-side rate: median of $TREPS runs (range), alternating with the baselines."
+echo "Each ratio is the median (range) of the $TREPS ratios of a run to the baseline run"
 echo "beside it: this machine changes speed from one minute to the next, and a ratio of"
 echo "neighbours cancels that where a ratio of two medians does not."
 echo "The agents set TCP_NODELAY, as Gloo, NCCL and the other frameworks they replay do;"
@@ -171,7 +174,7 @@ for spec in "1MiB 1 12000 1" "1MiB 1 12000 1 pin" "8MiB 1 1500 1" "64MiB 1 192 1
   [ "${5:-}" = pin ] && PIN=1
   [ "${5:-}" = nospin ] && SPIN=(--spin-us 0)
   ours=() nodelay=() nagle=()
-  for ((k = 0; k < REPS; k++)); do
+  for ((k = 0; k < TREPS; k++)); do
     nodelay+=("$(iperf "$2" -N)")
     ours+=("$(tput "$1" "$2" "$3" "$4")")
     nagle+=("$(iperf "$2")")
@@ -471,6 +474,25 @@ echo "Discarding the received bytes instead of copying them (recv with MSG_TRUNC
 echo "49.8-63.2 Gb/s against 40.5-53.9 in the same rounds; not adopted: a replayed"
 echo "receiver copies what it receives, as the job's did and as iperf3 does."
 echo
+echo "Four flows, at parity (2026-12-06, Intel Xeon machine, 1-minute load 0.3-1.2 from"
+echo "these runs alone; four flows of 8 MiB messages, 384 iterations, against iperf3 -P 4 -N"
+echo "as in the table). In 18 paired rounds the agent's median ratio was 99% (77-119%), the"
+echo "agent moving 41.7-58.7 Gb/s and iperf3 42.4-58.8; the table's 5 rounds had put the"
+echo "median at 94-98% in three runs of it, so the row now takes 9. The sending agent still"
+echo "spends more of its core per byte: 0.16-0.18 s a GB of CPU (/usr/bin/time, 3 runs)"
+echo "against iperf3's 0.14, and perf record puts the difference in acknowledgements:"
+echo "tcp_ack took 5.0% of its samples against iperf3's 0.5%, release_sock 8.8% against"
+echo "2.0%. The bridge hands an acknowledgement to the sending socket on the core of the"
+echo "receiver that sent it, unless the sender holds that socket at the moment; then it waits"
+echo "in the socket's backlog for the sender. The receiving agent reads a flow as soon as 128"
+echo "KiB of it is there, while the sender is still in its turn of 4 writes to that flow;"
+echo "iperf3 writes once per stream and moves on. Other turns did worse, in 6 rounds: 1, 2"
+echo "and 8 writes moved 37.2, 47.9 and 45.0 Gb/s (medians) against 52.4 with 4 (iperf3 48.3"
+echo "in those rounds); so did other low-water marks (none, 32, 256, 512 KiB; 3 rounds each)"
+echo "and a receiver that looks 200 us before it sleeps (4 rounds). iperf3's own sendfile mode"
+echo "(-Z, page references instead of a copy) moved 20.9-34.5 Gb/s with four streams and 15"
+echo "with one, well below its copying mode, so a sendfile data path was not tried."
+echo
 echo "### Small messages"
 echo
 echo "Messages per second at the receiver: median of $REPS runs (range); ratios paired as"
@@ -527,6 +549,18 @@ echo "the plain loop, every message stamped, the agent reached 60% with 4 KiB me
 echo "Stamping every 16th message of each flow (\`--tx-stamp-every 16\`; the results say they"
 echo "are sampled, and every message keeps its other times) takes most of that cost off: 83%"
 echo "of the plain loop with 4 KiB messages, the last two rows."
+echo
+echo "Where a stamped 4 KiB message's cost goes (2026-12-06, Intel Xeon machine; 600 000"
+echo "messages, perf stat and perf record of the sending side): the agent used 5.5 us of"
+echo "CPU a message (0.46 s user, 2.80 s system) against the timestamped loop's 4.4 (0.13,"
+echo "2.50), with the same system calls a message (one sendmsg; the agent reads the reports"
+echo "16 messages at a time with recvmmsg, the loop after each write). Of the system time,"
+echo "sock_def_error_report took 5.2% of the agent's samples against 0.8% of the loop's:"
+echo "Asio keeps a socket registered with epoll as long as it is open, so each of a"
+echo "message's two reports runs epoll's wake-up callback, where the loop's reports find"
+echo "nobody waiting. Taking a busy socket out of epoll and back costs two system calls per"
+echo "wait; not done. Without transmit timestamps the agent keeps about the same share"
+echo "against the plain loop (the table's row without them)."
 echo
 echo "On the AMD EPYC machine the agent's 4 KiB median was 110% (92-151%) of the loop's: a"
 echo "ratio above 100%, and no win, as the ranges overlapped widely. On the Intel Xeon"
