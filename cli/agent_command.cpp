@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "command.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "replay_options.hpp"
 #include "tensorwire/agent/agent.hpp"
 #include "tensorwire/analysis/simulator.hpp"
@@ -171,7 +172,7 @@ int run_local_command(const LocalArgs& a) {
     j["model_link_bps"] = so.link_bps;
     j["messages"] = result.messages;
     j["bytes"] = result.bytes;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j, 2));
     return 0;
   }
   TextTable t({"iteration", "replayed", "model"});

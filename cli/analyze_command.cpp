@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "replay_options.hpp"
 #include "synth_options.hpp"
 #include "tensorwire/analysis/diagnosis.hpp"
@@ -216,9 +217,9 @@ int analyze_command(const AnalyzeArgs& a) {
   std::string no_hint;
   j["hints"] = {{"bucket", bucket_hint_or_none(in.profile, d, hint, no_hint)}};
   if (j["hints"]["bucket"].is_null()) j["hints"]["bucket_none"] = no_hint;
-  if (!a.json_out.empty()) write_file_atomic(a.json_out, j.dump(1) + "\n");
+  if (!a.json_out.empty()) write_file_atomic(a.json_out, json_text(j, 1) + "\n");
   if (a.json) {
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j, 2));
   } else {
     fmt::print("{}{}{}", diagnosis_text(d, in.profile), hint, mitigation);
   }
@@ -341,7 +342,7 @@ int simulate_command(const SimulateArgs& a) {
     nlohmann::json j{{"profile", a.profile}, {"ranks", g.ranks}, {"ops", g.ops.size()}, {"iterations", times.size()},
                      {"iteration_ns", times}, {"mean_iteration_ns", mean}, {"makespan_ns", r.makespan}, {"events", r.events},
                      {"seconds", secs}, {"build_seconds", build_secs}, {"changes", changes}};
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j, 2));
     return 0;
   }
   fmt::print("{}: {} ranks, {} ops, {} iterations at {} per flow{}\n", a.profile, g.ranks, g.ops.size(), times.size(),

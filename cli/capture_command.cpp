@@ -51,7 +51,7 @@ struct ShowArgs {
 int show_command(const ShowArgs& a) {
   const CaptureReading c = read_capture(a.dir, static_cast<Nanos>(a.gap_us * 1e3));
   if (a.json) {
-    fmt::print("{}\n", trace_report_json(c).dump(2));
+    fmt::print("{}\n", json_text(trace_report_json(c), 2));
   } else {
     fmt::print("{}", trace_report_text(c, read_imported_ops(a.dir)));
   }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/analysis/compare_file.hpp"
 #include "tensorwire/analysis/sources.hpp"
 #include "tensorwire/profile/build.hpp"
@@ -48,7 +49,7 @@ int compare_command(const CompareArgs& a) {
   if (a.json) {
     nlohmann::json j = compare_result_json(r);
     if (a.max_error >= 0) j["max_error_pct"] = a.max_error, j["within_max_error"] = !over;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j, 2));
   } else {
     fmt::print("{}", comparison_text(r.profile, c));
     if (!r.note.empty()) fmt::print("\n{}\n", r.note);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/profile/build.hpp"
 
@@ -51,7 +52,7 @@ int run_build(const BuildArgs& a, const std::string& command_line) {
     nlohmann::json j = build_report_json(b.report);
     j["profile"] = a.out;
     if (!sidecar.empty()) j["observed_file"] = sidecar;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j, 2) << "\n";
     return 0;
   }
   fmt::print("{}", build_report_text(b.report));

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "synth_options.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
@@ -78,7 +79,7 @@ int run_show(const std::string& file, bool json, double link_gbps) {
   if (json) {
     nlohmann::json j = stats_json(p, s, b);
     j["file"] = file;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j, 2) << "\n";
     return 0;
   }
   const Metadata& m = p.metadata;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "command.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/view/report.hpp"
 
@@ -19,7 +20,7 @@ struct ReportArgs {
 
 int report_command(const ReportArgs& a) {
   const nlohmann::json data = view::report_data(a.options);
-  const std::string text = a.json ? data.dump(1) + "\n" : view::report_html(data);
+  const std::string text = a.json ? json_text(data, 1) + "\n" : view::report_html(data);
   write_file_atomic(a.out, text);
   std::size_t messages = 0;
   for (const auto& s : data["sources"]) messages += s.value("messages", std::size_t{0});

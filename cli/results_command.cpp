@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/analysis/rates.hpp"
 #include "tensorwire/analysis/run_check.hpp"
 #include "tensorwire/analysis/sources.hpp"
@@ -81,7 +82,7 @@ int rates_command(const std::string& dir, bool json) {
       j["failure"] = kept.failure;
       j["missing_ranks"] = kept.missing;
     }
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j, 2));
     return 0;
   }
   const auto mbps = [](const ReceiveRate& r) { return fmt::format("{:.1f}", r.bits_per_second() / 1e6); };

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "command.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "replay_options.hpp"
 #include "tensorwire/analysis/compare_file.hpp"
 #include "tensorwire/controller/controller.hpp"
@@ -221,7 +222,7 @@ int run_command(const RunArgs& a) {
       agents.push_back(std::move(x));
     }
     j["agents"] = std::move(agents);
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j, 2));
   } else {
     TextTable t({"rank", "host", "pid", "clock offset", "bound", "iterations"});
     for (const AgentInfo& ag : out.agents) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/text_table.hpp"
 #include "tensorwire/launch/testbed.hpp"
 #include "tensorwire/util/temp_dir.hpp"
@@ -63,7 +64,7 @@ int status(const TestbedArgs& a) {
     }
     j["bridge"] = {{"name", s->bridge()}, {"address", s->bridge_address()}};
     j["host_list"] = std::move(hosts);
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j, 2));
     return 0;
   }
   fmt::print("testbed {}: {} hosts on bridge {} ({}), link rate {}\n", s->name, s->hosts, s->bridge(), s->bridge_address(),

@@ -50,6 +50,10 @@ std::string json_error_text(const nlohmann::json::exception& e) {
   return what.starts_with("[json.exception.") && at != std::string::npos ? what.substr(at + 2) : what;
 }
 
+std::string json_text(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string path_named_by(const std::string& by, const std::string& named) {
   const std::filesystem::path p(named);
   if (p.is_absolute()) return named;
@@ -66,7 +70,7 @@ const nlohmann::json* field(const nlohmann::json& j, std::string_view key) {
 }
 
 [[noreturn]] void wrong(const std::string& file, std::string_view key, const std::string& must, const nlohmann::json& v) {
-  std::string shown = v.dump();
+  std::string shown = json_text(v);
   if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
   throw std::runtime_error(file + ": '" + std::string(key) + "' must be " + must + ", not " + shown);
 }

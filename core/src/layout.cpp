@@ -51,6 +51,22 @@ std::string logs_dir(const std::string& dir) { return in(dir, "logs"); }
 
 }  // namespace run_dir
 
+namespace {
+
+void drop_nulls(nlohmann::json& j) {
+  if (!j.is_object()) return;
+  for (auto it = j.begin(); it != j.end();) {
+    if (it->is_null()) {
+      it = j.erase(it);
+    } else {
+      drop_nulls(*it);
+      ++it;
+    }
+  }
+}
+
+}  // namespace
+
 namespace run_dir {
 
 nlohmann::json read_summary(const std::string& dir, RankId rank) {
@@ -62,6 +78,10 @@ nlohmann::json read_summary(const std::string& dir, RankId rank) {
   }
   nlohmann::json j = read_json_file(path);
   if (!j.is_object()) throw std::runtime_error(path + ": not a summary: a JSON object expected");
+  // A null is a field left out (the checks below read it so), and is dropped, so
+  // that what reads the summary next finds either a value of the checked type or
+  // nothing.
+  drop_nulls(j);
   const std::uint64_t r = json_count(j, "rank", path, limits::kMaxRanks, rank);
   if (r != rank) throw std::runtime_error(path + ": names rank " + std::to_string(r) + ", but is the file of rank " + std::to_string(rank));
   json_count(j, "iterations", path, limits::kMaxIterations);
@@ -111,6 +131,10 @@ nlohmann::json read_summary(const std::string& dir, RankId rank) {
         throw std::runtime_error(path + ": 'iteration_times_ns' entry " + std::to_string(i) + " must be [start, end] in ns");
       }
     }
+  }
+  // Every agent writes these three; a summary without one was not written by one.
+  for (const char* key : {"rank", "iterations", "finished"}) {
+    if (!j.contains(key)) throw std::runtime_error(path + ": not a complete summary: '" + key + "' is missing");
   }
   return j;
 }

@@ -7,7 +7,10 @@
 #include <yaml-cpp/mark.h>
 #include <yaml-cpp/parser.h>
 
+#include <cstdint>
+#include <optional>
 #include <sstream>
+#include <string>
 
 namespace tw {
 
@@ -117,12 +120,77 @@ struct DocumentProbe final : YAML::EventHandler {
 
 }  // namespace
 
+namespace {
+
+// YAML text is Unicode (here UTF-8) of printable characters (YAML 1.2,
+// c-printable): tab, line feed, carriage return, U+0020-U+007E, U+0085,
+// U+00A0-U+D7FF, U+E000-U+FFFD, U+10000-U+10FFFF. The first byte that is not,
+// with its line and column (counted in characters); nothing when all are.
+struct BadText {
+  int line = 1, column = 1;
+  std::string what;
+};
+std::optional<BadText> first_bad_text(std::string_view t) {
+  BadText at;
+  const auto hex = [](unsigned v) {
+    static const char* d = "0123456789abcdef";
+    return std::string("0x") + d[(v >> 4) & 15] + d[v & 15];
+  };
+  for (std::size_t i = 0; i < t.size();) {
+    const auto b = static_cast<unsigned char>(t[i]);
+    std::size_t len = 1;
+    std::uint32_t cp = b;
+    bool ok = true;
+    if (b >= 0x80) {
+      len = b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+      ok = len > 0 && i + len <= t.size();
+      if (ok) {
+        cp = b & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
+        for (std::size_t k = 1; k < len && ok; ++k) {
+          const auto c = static_cast<unsigned char>(t[i + k]);
+          ok = (c & 0xc0) == 0x80;
+          cp = (cp << 6) | (c & 0x3f);
+        }
+        // No overlong forms, no surrogates, nothing past U+10FFFF.
+        ok = ok && !(len == 3 && cp < 0x800) && !(len == 4 && (cp < 0x10000 || cp > 0x10ffff)) && !(cp >= 0xd800 && cp <= 0xdfff);
+      }
+      if (!ok) {
+        at.what = "byte " + hex(b) + " is not UTF-8 (YAML files are UTF-8 text)";
+        return at;
+      }
+    }
+    const bool printable = cp == '\t' || cp == '\n' || cp == '\r' || (cp >= 0x20 && cp <= 0x7e) || cp == 0x85 ||
+                           (cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) || cp >= 0x10000;
+    if (!printable) {
+      at.what = cp < 0x100 ? "control character " + hex(cp) + " (a YAML file holds printable text)"
+                           : "character U+" + hex(cp >> 8).substr(2) + hex(cp & 0xff).substr(2) + " is not allowed in YAML";
+      return at;
+    }
+    if (cp == '\n') {
+      ++at.line;
+      at.column = 1;
+    } else {
+      ++at.column;
+    }
+    i += len;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<YamlDoc> YamlDoc::parse_reference(std::string_view text, const std::string& file, Diagnostic* error) {
   YamlDoc doc;
   doc.file_ = file;
   auto set_error = [&](int line, int column, std::string msg) {
     if (error) *error = Diagnostic{file, line, column, std::move(msg)};
   };
+  // yaml-cpp takes bytes that are not UTF-8 into its strings, which no JSON
+  // output can then carry, and reads a NUL as the end of an escape.
+  if (const auto bad = first_bad_text(text)) {
+    set_error(bad->line, bad->column, bad->what);
+    return std::nullopt;
+  }
   try {
     std::istringstream in{std::string(text)};
     YAML::Parser parser(in);

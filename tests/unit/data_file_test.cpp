@@ -78,6 +78,14 @@ TEST(DataFile, FieldsAreCheckedAndNameTheirFile) {
   EXPECT_EQ(path_named_by("runs/a/rank-0.json", "/abs/p.yaml"), "/abs/p.yaml");
 }
 
+TEST(DataFile, JsonOutputCarriesNamesThatAreNotUtf8) {
+  // A name a traced job gave (an annotation, a thread) may hold any bytes.
+  const nlohmann::json j = {{"name", std::string("op\xff")}};
+  EXPECT_THROW((void)j.dump(), nlohmann::json::type_error);
+  EXPECT_EQ(json_text(j), "{\"name\":\"op\xef\xbf\xbd\"}");
+  EXPECT_EQ(thrown([&] { json_int(j, "name", "f.json"); }), "f.json: 'name' must be a whole number, not \"op\xef\xbf\xbd\"");
+}
+
 TEST(DataFile, ASummaryIsCheckedBeforeUse) {
   TempDir d("tw-summary");
   const auto write = [&](const std::string& text) { std::ofstream(run_dir::summary_file(d.path(), 0)) << text; };
@@ -97,6 +105,16 @@ TEST(DataFile, ASummaryIsCheckedBeforeUse) {
   EXPECT_TRUE(thrown([&] { run_dir::read_summary(d.path(), 0); }).starts_with(file + ": clock: 'bound_ns' must be"));
   write("[1, 2]");
   EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }), file + ": not a summary: a JSON object expected");
+  write("{}");
+  EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }), file + ": not a complete summary: 'rank' is missing");
+  write(R"({"rank": 0, "iterations": 3, "finished": null})");
+  EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }), file + ": not a complete summary: 'finished' is missing");
+  // A null is a field left out: whoever reads the summary next finds nothing there.
+  write(R"({"rank": 0, "iterations": 3, "finished": true, "start_ns": null, "options": {"spin_ns": null, "realtime": true}})");
+  const nlohmann::json j = run_dir::read_summary(d.path(), 0);
+  EXPECT_FALSE(j.contains("start_ns"));
+  EXPECT_FALSE(j["options"].contains("spin_ns"));
+  EXPECT_TRUE(j["options"]["realtime"].get<bool>());
 }
 
 std::vector<Record> one_iteration() {

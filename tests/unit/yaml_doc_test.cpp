@@ -100,6 +100,24 @@ TEST(YamlDoc, ReportsSyntaxErrorsWithPosition) {
   EXPECT_NE(err.message.find("YAML syntax"), std::string::npos) << err.str();
 }
 
+TEST(YamlDoc, RefusesTextThatIsNotPrintableUtf8) {
+  Diagnostic err;
+  // Where: line and column (in characters) of the first bad byte.
+  EXPECT_FALSE(YamlDoc::parse(std::string("a: 1\nhost: \"h\xff\"\n"), "p.yaml", &err).has_value());
+  EXPECT_EQ(err.str(), "p.yaml:2:9: byte 0xff is not UTF-8 (YAML files are UTF-8 text)");
+  EXPECT_FALSE(YamlDoc::parse(std::string("version: 1\niterations: 3\0\n", 26), "p.yaml", &err).has_value());
+  EXPECT_EQ(err.str(), "p.yaml:2:14: control character 0x00 (a YAML file holds printable text)");
+  EXPECT_FALSE(YamlDoc::parse(std::string("a: \xc0\xaf\n"), "p.yaml", &err).has_value());  // overlong '/'
+  EXPECT_NE(err.message.find("not UTF-8"), std::string::npos) << err.str();
+  EXPECT_FALSE(YamlDoc::parse(std::string("a: \xed\xa0\x80\n"), "p.yaml", &err).has_value());  // a surrogate
+  EXPECT_NE(err.message.find("not UTF-8"), std::string::npos) << err.str();
+  EXPECT_FALSE(YamlDoc::parse(std::string("a: \xe2\x82\n"), "p.yaml", &err).has_value());  // cut short
+  EXPECT_NE(err.message.find("not UTF-8"), std::string::npos) << err.str();
+  // Well-formed text beyond ASCII is read, with its positions counted in characters.
+  const auto ok = YamlDoc::parse(std::string("\xef\xbb\xbfname: \"\xc3\xa9t\xc3\xa9 \xf0\x9f\x98\x80\"\ntab:\t1\n"), "p.yaml", &err);
+  ASSERT_TRUE(ok.has_value()) << err.str();
+}
+
 TEST(YamlDoc, RefusesAliasesDeepNestingAndSecondDocuments) {
   Diagnostic err;
   EXPECT_FALSE(YamlDoc::parse(std::string("a: &x [1]\nb: *x\n"), "f", &err).has_value());

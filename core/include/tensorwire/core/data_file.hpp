@@ -51,6 +51,11 @@ std::string json_string(const nlohmann::json& j, std::string_view key, const std
 // The text of a JSON library error without its "[json.exception.type_error.302] " tag.
 std::string json_error_text(const nlohmann::json::exception& e);
 
+// JSON text of `j` for output (indent as nlohmann::json::dump). Strings that are
+// not UTF-8 (names taken from a traced job, for one) come out with U+FFFD in
+// place of their bad bytes instead of failing the whole output.
+std::string json_text(const nlohmann::json& j, int indent = -1);
+
 // Runs f(); a JSON library error it throws (a field of the wrong type) becomes
 // std::runtime_error "file: reason", so that every such error names its file.
 template <typename F>
