@@ -43,7 +43,7 @@ int run_check_command(const std::string& dir, std::string profile_path) {
   // The count the summary gives is checked against the records (whose iterations
   // the file bounds) before anything loops over it.
   const auto finished = static_cast<std::uint64_t>(std::count_if(records[0].begin(), records[0].end(), [](const Record& r) { return r.is(RecordKind::iteration); }));
-  if (o.iterations > finished) {
+  if (o.iterations != finished) {
     fmt::print(stderr, "{}: 'iterations' is {}, but the records of rank 0 hold {}\n", run_dir::summary_file(dir, 0), o.iterations, finished);
     return 1;
   }

@@ -58,6 +58,19 @@ KeptRecords load_records(const std::string& dir, const Profile& profile, bool ke
     out.ranks.push_back(read_records(path));
     const std::string bad = check_records(out.ranks.back(), static_cast<std::uint32_t>(r), profile);
     if (!bad.empty()) throw std::runtime_error(path + ": " + bad);
+    // A rank ends no more iterations than its summary says it ran (fewer when it
+    // failed): what is beyond was not written by its agent, and would size every
+    // per-iteration table of what reads the run.
+    const std::string summary = run_dir::summary_file(dir, static_cast<RankId>(r));
+    if (fs::exists(summary)) {
+      const std::uint64_t ran = json_count(run_dir::read_summary(dir, static_cast<RankId>(r)), "iterations", summary, UINT64_MAX);
+      const auto ended = static_cast<std::uint64_t>(
+          std::count_if(out.ranks.back().begin(), out.ranks.back().end(), [](const Record& x) { return x.is(RecordKind::iteration); }));
+      if (ended > ran) {
+        throw std::runtime_error(path + ": " + std::to_string(ended) + " iterations ended, but " + summary + " says the rank ran " +
+                                 std::to_string(ran));
+      }
+    }
   }
   return out;
 }

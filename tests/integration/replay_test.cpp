@@ -189,6 +189,26 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
   const Ran bad = run(kBinary + " results check " + dir.path(), dir.path());
   EXPECT_EQ(bad.status, 1) << bad.output;
   EXPECT_NE(bad.output.find("never received"), std::string::npos) << bad.output;
+  // Iterations ended beyond those the summary says the rank ran: refused
+  // before anything sizes a table by them.
+  {
+    const auto last = std::find_if(kept.rbegin(), kept.rend(), [](const Record& x) { return x.is(RecordKind::iteration); });
+    ASSERT_NE(last, kept.rend());
+    IterationRecord extra = last->as<IterationRecord>();
+    for (std::uint32_t i = 4; i < 7; ++i) {
+      extra.iteration = i;
+      kept.emplace_back(extra);
+    }
+    RecordFile out(rx);
+    out.write(kept.data(), kept.size());
+  }
+  for (const std::string command : {"results check", "analyze"}) {
+    const Ran beyond = run(kBinary + " " + command + " " + dir.path(), dir.path());
+    EXPECT_EQ(beyond.status, 1) << command << ": " << beyond.output;
+    EXPECT_NE(beyond.output.find(rx + ": 7 iterations ended, but " + run_dir::summary_file(dir.path(), 1) + " says the rank ran 4"),
+              std::string::npos)
+        << command << ": " << beyond.output;
+  }
 
   // Transmit timestamps: a record per message sent, in the order of a message's
   // life. On loopback (no queueing discipline) --tx-sched auto asks for no
