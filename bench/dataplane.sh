@@ -449,7 +449,8 @@ echo "epoll. In 5 paired rounds (AMD EPYC machine, 2026-12-05), four flows moved
 echo "Gb/s (median 43.0) with the receiving agent spinning against 35.6-39.1 (36.6)"
 echo "without, and in 3 more the receiving agent was switched out 2 250-3 300 times a"
 echo "run against 8 000-12 600. The Intel Xeon machine does not show it: in 8 paired rounds"
-echo "there (2026-12-06) four flows moved 42.9-56.1 Gb/s (median 51.0) spinning and"
+echo "there (2026-12-06, 1-minute load 0.00 before them, nothing else running) four flows"
+echo "moved 42.9-56.1 Gb/s (median 51.0) spinning and"
 echo "44.0-59.0 (52.7) without, and the table's two rows overlap as widely."
 echo
 echo "Four flows, still short (2026-12-05, AMD EPYC machine, 1-minute load up to 1.0 from"
@@ -559,8 +560,9 @@ echo "every 16th message of each flow (\`--tx-stamp-every 16\`; the results say 
 echo "sampled, and every message keeps its other times) takes most of that cost off: 84% of"
 echo "the plain loop with 4 KiB messages, the second-last row."
 echo
-echo "Where a stamped 4 KiB message's cost goes (2026-12-06, Intel Xeon machine; 600 000"
-echo "messages, perf stat and perf record of the sending side): the agent used 5.5 us of"
+echo "Where a stamped 4 KiB message's cost goes (2026-12-06, Intel Xeon machine, 1-minute"
+echo "load 0.3-0.4 before and after these runs, nothing else running; 600 000 messages, perf"
+echo "stat and perf record of the sending side): the agent used 5.5 us of"
 echo "CPU a message (0.46 s user, 2.80 s system) against the timestamped loop's 4.4 (0.13,"
 echo "2.50), with the same system calls a message (one sendmsg; the agent reads the reports"
 echo "16 messages at a time with recvmmsg, the loop after each write). Of the system time,"

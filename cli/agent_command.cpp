@@ -10,11 +10,11 @@
 #include <thread>
 
 #include "command.hpp"
-#include "tensorwire/core/data_file.hpp"
 #include "replay_options.hpp"
 #include "tensorwire/agent/agent.hpp"
 #include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/agent/control_link.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
 #include "tensorwire/core/text_table.hpp"

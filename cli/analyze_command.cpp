@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "tensorwire/core/data_file.hpp"
 #include "replay_options.hpp"
 #include "synth_options.hpp"
 #include "tensorwire/analysis/diagnosis.hpp"
 #include "tensorwire/analysis/graph_sim.hpp"
 #include "tensorwire/analysis/mitigation.hpp"
 #include "tensorwire/analysis/priority.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/launch/testbed.hpp"
 #include "tensorwire/profile/model.hpp"

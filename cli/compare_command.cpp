@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/analysis/compare_file.hpp"
 #include "tensorwire/analysis/sources.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/profile/build.hpp"
 
 namespace tw::cli {

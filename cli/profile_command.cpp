@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "tensorwire/core/data_file.hpp"
 #include "synth_options.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
 #include "tensorwire/core/text_table.hpp"

@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "command.hpp"
-#include "tensorwire/core/data_file.hpp"
 #include "replay_options.hpp"
 #include "tensorwire/analysis/compare_file.hpp"
 #include "tensorwire/controller/controller.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/util/token.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/run_dir.hpp"

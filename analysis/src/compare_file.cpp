@@ -1,6 +1,6 @@
 #include "tensorwire/analysis/compare_file.hpp"
-#include "tensorwire/core/data_file.hpp"
 
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/run_dir.hpp"
 

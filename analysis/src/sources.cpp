@@ -63,7 +63,7 @@ KeptRecords load_records(const std::string& dir, const Profile& profile, bool ke
     // per-iteration table of what reads the run.
     const std::string summary = run_dir::summary_file(dir, static_cast<RankId>(r));
     if (fs::exists(summary)) {
-      const std::uint64_t ran = json_count(run_dir::read_summary(dir, static_cast<RankId>(r)), "iterations", summary, UINT64_MAX);
+      const auto ran = run_dir::read_summary(dir, static_cast<RankId>(r))["iterations"].get<std::uint64_t>();  // checked there
       const auto ended = static_cast<std::uint64_t>(
           std::count_if(out.ranks.back().begin(), out.ranks.back().end(), [](const Record& x) { return x.is(RecordKind::iteration); }));
       if (ended > ran) {

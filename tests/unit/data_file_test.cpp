@@ -115,6 +115,13 @@ TEST(DataFile, ASummaryIsCheckedBeforeUse) {
   EXPECT_FALSE(j.contains("start_ns"));
   EXPECT_FALSE(j["options"].contains("spin_ns"));
   EXPECT_TRUE(j["options"]["realtime"].get<bool>());
+  // Objects nested deeper than a summary's are kept as they are, not recursed into.
+  std::string deep;
+  for (int k = 0; k < 100000; ++k) deep += R"({"a": )";
+  deep += "null";
+  for (int k = 0; k < 100000; ++k) deep += "}";
+  write(R"({"rank": 0, "iterations": 3, "finished": true, "x": )" + deep + "}");
+  EXPECT_TRUE(run_dir::read_summary(d.path(), 0).contains("x"));
 }
 
 std::vector<Record> one_iteration() {
