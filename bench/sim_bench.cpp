@@ -4,8 +4,10 @@
 // per rank, each on its slice of the profile) up to 256 ranks, and a binary heap pushing and popping as many events
 // as the simulation handled (the floor of any discrete-event simulator).
 // Targets (issue 14): at least a million events a second; 1024 ranks, graph
-// made and simulated, in under 10 s. Prints a Markdown fragment for
-// docs/BENCHMARKS.md.
+// made and simulated, in under 10 s. Then links shared max-min: N workers each
+// push one message to a parameter server at once, or 1 us apart, over the
+// server's 10 Gb/s links, against the Executor-based simulator's sharing.
+// Prints a Markdown fragment for docs/BENCHMARKS.md.
 //   sim_bench [RUNS]
 #include <cstdio>
 #include <queue>
@@ -14,6 +16,7 @@
 #include "timing.hpp"
 #include "tensorwire/analysis/graph_sim.hpp"
 #include "tensorwire/analysis/simulator.hpp"
+#include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/profile/model.hpp"
 #include "tensorwire/profile/synth.hpp"
 
@@ -61,6 +64,58 @@ int main(int argc, char** argv) {
     std::printf("| %u | %zu | %llu | %s | %s | %.2f M | %s | %s | %s |\n", n, g.ops.size(), static_cast<unsigned long long>(events),
                 tw::bench::seconds_text(make).c_str(), tw::bench::seconds_text(sim).c_str(), static_cast<double>(events) / sim / 1e6,
                 tw::bench::seconds_text(floor).c_str(), executor.c_str(), tw::bench::seconds_text(make + sim).c_str());
+    std::fflush(stdout);
+  }
+
+  std::printf("\nShared links: N workers (ranks 1 to N) each push 10 MB to rank 0, a parameter server\n");
+  std::printf("whose egress and ingress are shared max-min at 10 Gb/s; two iterations. *Together*: every push\n");
+  std::printf("starts at once (they also end together); *staggered*: worker k computes k us first, so every\n");
+  std::printf("start and end changes the others' rates. Median of %d runs.\n\n", runs);
+  std::printf("| pushes in flight | together: events | together | staggered | Executor-based together | Executor-based staggered |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const std::uint32_t n : {64u, 256u, 1024u, 4096u}) {
+    std::string together_text, staggered_text;
+    for (int staggered = 0; staggered < 2; ++staggered) {
+      std::string t = "version: 1\niterations: 2\nranks: [{id: 0}";
+      for (std::uint32_t k = 1; k <= n; ++k) t += ", {id: " + std::to_string(k) + "}";
+      t += "]\nflows:\n";
+      for (std::uint32_t k = 1; k <= n; ++k) t += "  - {id: f" + std::to_string(k) + ", src: " + std::to_string(k) + ", dst: 0}\n";
+      t += "ops:\n";
+      for (std::uint32_t k = 1; k <= n; ++k) {
+        const std::string after = staggered ? ", after: [c" + std::to_string(k) + "]" : "";
+        if (staggered) t += "  - {id: c" + std::to_string(k) + ", type: compute, rank: " + std::to_string(k) + ", duration: " + std::to_string(k) + "us}\n";
+        t += "  - {id: s" + std::to_string(k) + ", type: send, flow: f" + std::to_string(k) + ", bytes: 10MB" + after + "}\n";
+      }
+      (staggered ? staggered_text : together_text) = std::move(t);
+    }
+    std::uint64_t events = 0;
+    double graph_s[2] = {0, 0}, exec_s[2] = {-1, -1};
+    for (int staggered = 0; staggered < 2; ++staggered) {
+      tw::ProfileLoad l = tw::load_profile_text(staggered ? staggered_text : together_text, "ps.yaml");
+      if (!l.ok()) {
+        std::fprintf(stderr, "%s\n", l.diagnostics.empty() ? "bad profile" : l.diagnostics[0].str().c_str());
+        return 1;
+      }
+      const tw::Profile& p = *l.profile;
+      tw::FlowModel flow;
+      flow.bps = 100e9;  // the flows are not the limit; the server's links are
+      tw::SimGraph g = tw::sim_graph(p, flow);
+      g.rank_links.assign(p.ranks.size(), tw::RankLink{0, 0});
+      g.rank_links[0] = {10e9, 10e9};
+      graph_s[staggered] = tw::bench::median_seconds(runs, [&] {
+        const tw::GraphSimRun r = tw::simulate_graph(g);
+        if (!staggered) events = r.events;
+      });
+      if (n <= 1024) {
+        tw::SimOptions so;
+        so.links.assign(p.ranks.size(), tw::RankLink{1e15, 1e15});
+        so.links[0] = {10e9, 10e9};
+        exec_s[staggered] = tw::bench::median_seconds(runs, [&] { (void)tw::simulate(p, so); });
+      }
+    }
+    const auto text = [](double s) { return s < 0 ? std::string("-") : tw::bench::seconds_text(s); };
+    std::printf("| %u | %llu | %s | %s | %s | %s |\n", n, static_cast<unsigned long long>(events), text(graph_s[0]).c_str(),
+                text(graph_s[1]).c_str(), text(exec_s[0]).c_str(), text(exec_s[1]).c_str());
     std::fflush(stdout);
   }
   return 0;

@@ -1,12 +1,15 @@
 #include "tensorwire/analysis/graph_sim.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <queue>
 #include <stdexcept>
+#include <tuple>
 
 #include "tensorwire/util/heap.hpp"
 
@@ -189,6 +192,8 @@ class Engine {
     if (!g.rank_links.empty()) {
       rank_active_.resize(2 * static_cast<std::size_t>(g.ranks));
       link_mark_.assign(2 * static_cast<std::size_t>(g.ranks), 0);
+      link_pos_.assign(2 * static_cast<std::size_t>(g.ranks), 0);
+      link_pending_.assign(2 * static_cast<std::size_t>(g.ranks), 0);
     }
   }
 
@@ -205,7 +210,11 @@ class Engine {
         for (std::uint32_t k = own_begin_[r]; k < own_begin_[r + 1]; ++k) arm(own_[k], 0, 0);
       }
     }
-    while (!events_.empty()) {
+    for (;;) {
+      // The messages that started or ended at this instant are shared out once
+      // all of them are in: N messages starting together cost one sharing, not N.
+      if (!pending_.empty() && (events_.empty() || events_.top().at > now_)) reshare();
+      if (events_.empty()) break;
       const Event e = events_.top();
       events_.pop();
       ++run_.events;
@@ -286,6 +295,7 @@ class Engine {
     Nanos since = 0;
     double bps = 0;
     std::uint32_t version = 0;
+    std::uint32_t at_src = 0, at_dst = 0;  // its places in rank_active_ of its two links
     bool active = false;
   };
 
@@ -445,8 +455,12 @@ class Engine {
     }
   }
 
-  // Shared rank links: progressive filling over the messages coupled to the
-  // links that changed.
+  // Shared rank links: max-min fair rates over the messages coupled to the
+  // links that changed, by water filling (below). Each group of messages coupled
+  // through limited links keeps one completion event pending, its earliest: a
+  // message's rate changes only when a message of its group starts or ends, so
+  // the others' ends need no event until they are the earliest. N messages
+  // sharing a link thus cost O(N) events, not one per message per change (O(N^2)).
   void begin_shared(OpIndex op, std::uint32_t it) {
     std::uint32_t s;
     if (!free_.empty()) {
@@ -461,22 +475,29 @@ class Engine {
     x.bits_left = static_cast<double>(g_.ops[op].bytes) * 8.0;
     x.since = now_, x.bps = 0, x.active = true, ++x.version;
     const RankId src = g_.flow_src[x.flow], dst = g_.flow_dst[x.flow];
+    x.at_src = static_cast<std::uint32_t>(rank_active_[src].size());
     rank_active_[src].push_back(s);
+    x.at_dst = static_cast<std::uint32_t>(rank_active_[g_.ranks + dst].size());
     rank_active_[g_.ranks + dst].push_back(s);
-    reshare(src, g_.ranks + dst);
+    changed(src), changed(g_.ranks + dst);
   }
 
   void end_shared(std::uint32_t s) {
     Slot& x = slots_[s];
     x.active = false;
     const RankId src = g_.flow_src[x.flow], dst = g_.flow_dst[x.flow];
-    for (std::size_t l : {static_cast<std::size_t>(src), static_cast<std::size_t>(g_.ranks) + dst}) {
-      auto& v = rank_active_[l];
-      v.erase(std::find(v.begin(), v.end(), s));
-    }
+    // Out of both links' lists in O(1): the last entry takes its place.
+    auto& out = rank_active_[src];
+    slots_[out.back()].at_src = x.at_src;
+    out[x.at_src] = out.back();
+    out.pop_back();
+    auto& in = rank_active_[g_.ranks + dst];
+    slots_[in.back()].at_dst = x.at_dst;
+    in[x.at_dst] = in.back();
+    in.pop_back();
     free_.push_back(s);
     sent(x.op, x.iteration, now_);
-    reshare(src, g_.ranks + dst);
+    changed(src), changed(g_.ranks + dst);
   }
 
   double capacity(std::size_t link) const {
@@ -485,78 +506,158 @@ class Engine {
     return c > 0 ? c : std::numeric_limits<double>::infinity();
   }
 
-  void reshare(std::size_t a, std::size_t b) {
+  void changed(std::size_t link) {
+    if (!link_pending_[link]) link_pending_[link] = 1, pending_.push_back(link);
+  }
+
+  // Shares out the links that changed and every link coupled to them.
+  void reshare() {
+    static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
     ++mark_;
-    std::vector<std::size_t> links, queue{a, b};
-    std::vector<std::uint32_t> members;
-    link_mark_[a] = link_mark_[b] = mark_;
-    while (!queue.empty()) {
-      const std::size_t l = queue.back();
-      queue.pop_back();
-      links.push_back(l);
+    links_.clear(), members_.clear(), queue_.clear();
+    for (std::size_t l : pending_) {
+      link_pending_[l] = 0;
+      if (link_mark_[l] != mark_) link_mark_[l] = mark_, queue_.push_back(l);
+    }
+    pending_.clear();
+    while (!queue_.empty()) {
+      const std::size_t l = queue_.back();
+      queue_.pop_back();
+      link_pos_[l] = static_cast<std::uint32_t>(links_.size());
+      links_.push_back(l);
       for (std::uint32_t s : rank_active_[l]) {
         if (slot_mark(s) == mark_) continue;
         slot_mark(s) = mark_;
-        members.push_back(s);
+        members_.push_back(s);
         const RankId src = g_.flow_src[slots_[s].flow], dst = g_.flow_dst[slots_[s].flow];
         for (std::size_t m : {static_cast<std::size_t>(src), static_cast<std::size_t>(g_.ranks) + dst}) {
-          if (link_mark_[m] != mark_ && std::isfinite(capacity(m))) link_mark_[m] = mark_, queue.push_back(m);
+          if (link_mark_[m] != mark_ && std::isfinite(capacity(m))) link_mark_[m] = mark_, queue_.push_back(m);
         }
       }
     }
-    // Progressive filling: raise every unfrozen rate together until a link is
-    // full or a message reaches its flow's rate.
-    std::vector<double> rate(members.size(), 0);
-    std::vector<bool> frozen(members.size(), false);
-    std::vector<double> left(links.size());
-    for (std::size_t i = 0; i < links.size(); ++i) left[i] = capacity(links[i]);
-    const auto link_pos = [&](std::size_t l) { return static_cast<std::size_t>(std::find(links.begin(), links.end(), l) - links.begin()); };
-    std::vector<std::size_t> eg(members.size()), in(members.size());
-    for (std::size_t i = 0; i < members.size(); ++i) {
-      const Slot& x = slots_[members[i]];
-      eg[i] = link_pos(g_.flow_src[x.flow]);
-      in[i] = link_pos(g_.ranks + g_.flow_dst[x.flow]);
+    const std::size_t n = members_.size(), nl = links_.size();
+    // Each member's two links among links_ (kNone: unlimited, or not reached).
+    ends_.resize(n);
+    users_.assign(nl, 0);
+    fixed_.assign(nl, 0.0);
+    on_begin_.assign(nl + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Slot& x = slots_[members_[i]];
+      for (int e = 0; e < 2; ++e) {
+        const std::size_t l = e == 0 ? g_.flow_src[x.flow] : g_.ranks + g_.flow_dst[x.flow];
+        const bool limited = link_mark_[l] == mark_ && std::isfinite(capacity(l));
+        ends_[i][e] = limited ? link_pos_[l] : kNone;
+        if (limited) ++users_[ends_[i][e]], ++on_begin_[ends_[i][e] + 1];
+      }
     }
-    std::size_t unfrozen = members.size();
+    for (std::size_t l = 0; l < nl; ++l) on_begin_[l + 1] += on_begin_[l];
+    on_.resize(on_begin_[nl]);
+    fill_.assign(on_begin_.begin(), on_begin_.end() - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::uint32_t l : ends_[i]) {
+        if (l != kNone) on_[fill_[l]++] = static_cast<std::uint32_t>(i);
+      }
+    }
+    // Water filling: every unfrozen rate rises together (the level); a message
+    // freezes when the level reaches its flow's rate, or when one of its links
+    // is full (the level where its capacity less its frozen messages' rates is
+    // shared equally by the rest). Each step freezes the messages of a full link
+    // or the one with the lowest flow rate. The flow rates are a heap, popped only
+    // as far as they freeze messages, and a link's level is pushed again once per
+    // step that changed it: messages that share one link cost O(N) here.
+    const auto cap = [&](std::uint32_t i) { return g_.flows[slots_[members_[i]].flow].bps; };
+    const auto higher_cap = [&](std::uint32_t x, std::uint32_t y) { return cap(x) > cap(y); };
+    order_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) order_[i] = static_cast<std::uint32_t>(i);
+    std::make_heap(order_.begin(), order_.end(), higher_cap);
+    rate_.assign(n, 0.0);
+    frozen_.assign(n, 0);
+    full_.assign(nl, 0);
+    changed_.assign(nl, 0);
+    using Fill = std::tuple<double, std::uint32_t, std::uint32_t>;  // level, link, its users then
+    fills_.clear();
+    const auto fill_at = [&](std::uint32_t l) {
+      fills_.emplace_back((capacity(links_[l]) - fixed_[l]) / users_[l], l, users_[l]);
+      std::push_heap(fills_.begin(), fills_.end(), std::greater<>{});
+    };
+    for (std::uint32_t l = 0; l < nl; ++l) {
+      if (users_[l] > 0) fill_at(l);
+    }
+    double level = 0;
+    std::size_t unfrozen = n;
+    dirty_.clear();
+    const auto freeze = [&](std::uint32_t i, double r) {
+      frozen_[i] = 1, rate_[i] = r, --unfrozen;
+      for (std::uint32_t l : ends_[i]) {
+        if (l == kNone) continue;
+        --users_[l], fixed_[l] += r;
+        if (!changed_[l]) changed_[l] = 1, dirty_.push_back(l);
+      }
+    };
     while (unfrozen > 0) {
-      std::vector<std::size_t> users(links.size(), 0);
-      for (std::size_t i = 0; i < members.size(); ++i) {
-        if (frozen[i]) continue;
-        if (eg[i] < links.size()) ++users[eg[i]];
-        if (in[i] < links.size()) ++users[in[i]];
+      while (frozen_[order_.front()]) {  // an unfrozen message is left
+        std::pop_heap(order_.begin(), order_.end(), higher_cap);
+        order_.pop_back();
       }
-      double inc = std::numeric_limits<double>::infinity();
-      for (std::size_t l = 0; l < links.size(); ++l) {
-        if (users[l] > 0) inc = std::min(inc, std::max(0.0, left[l]) / static_cast<double>(users[l]));
+      const auto stale = [&](const Fill& f) { return full_[std::get<1>(f)] || users_[std::get<1>(f)] != std::get<2>(f); };
+      while (!fills_.empty() && stale(fills_.front())) {
+        std::pop_heap(fills_.begin(), fills_.end(), std::greater<>{});
+        fills_.pop_back();
       }
-      for (std::size_t i = 0; i < members.size(); ++i) {
-        if (!frozen[i]) inc = std::min(inc, g_.flows[slots_[members[i]].flow].bps - rate[i]);
+      const double flow_level = cap(order_.front());
+      if (!fills_.empty() && std::get<0>(fills_.front()) <= flow_level) {
+        const auto [at, l, users] = fills_.front();
+        std::pop_heap(fills_.begin(), fills_.end(), std::greater<>{});
+        fills_.pop_back();
+        full_[l] = 1;
+        level = std::max(level, at);
+        for (std::uint32_t k = on_begin_[l]; k < on_begin_[l + 1]; ++k) {
+          if (!frozen_[on_[k]]) freeze(on_[k], std::min(level, cap(on_[k])));
+        }
+      } else {
+        level = std::max(level, flow_level);
+        freeze(order_.front(), flow_level);
       }
-      inc = std::max(0.0, inc);
-      for (std::size_t i = 0; i < members.size(); ++i) {
-        if (frozen[i]) continue;
-        rate[i] += inc;
-        if (eg[i] < links.size()) left[eg[i]] -= inc;
-        if (in[i] < links.size()) left[in[i]] -= inc;
+      for (std::uint32_t l : dirty_) {
+        changed_[l] = 0;
+        if (users_[l] > 0 && !full_[l]) fill_at(l);
       }
-      for (std::size_t i = 0; i < members.size(); ++i) {
-        if (frozen[i]) continue;
-        const bool capped = rate[i] >= g_.flows[slots_[members[i]].flow].bps * (1 - 1e-12);
-        const auto full = [&](std::size_t l) {
-          const double cap = l < links.size() ? capacity(links[l]) : 0;
-          return std::isfinite(cap) && left[l] <= cap * 1e-12;  // an unlimited link is never full
-        };
-        if (capped || full(eg[i]) || full(in[i])) frozen[i] = true, --unfrozen;
-      }
+      dirty_.clear();
     }
-    for (std::size_t i = 0; i < members.size(); ++i) {
-      Slot& x = slots_[members[i]];
-      if (x.bps == rate[i]) continue;
-      x.bits_left = std::max(0.0, x.bits_left - x.bps * static_cast<double>(now_ - x.since) / 1e9);
-      x.since = now_;
-      x.bps = rate[i];
-      ++x.version;
-      if (x.bps > 0) push(now_ + bits_time(x.bits_left, x.bps), Kind::net_done, members[i], x.version);
+    // New rates, and one completion event per coupled group: the groups are the
+    // sets of members joined through limited links (union-find over links_; a
+    // member with none is a group of its own).
+    group_.resize(nl + n);
+    for (std::size_t k = 0; k < nl + n; ++k) group_[k] = static_cast<std::uint32_t>(k);
+    const auto root = [&](std::uint32_t k) {
+      while (group_[k] != k) k = group_[k] = group_[group_[k]];
+      return k;
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+      if (ends_[i][0] != kNone && ends_[i][1] != kNone) group_[root(ends_[i][0])] = root(ends_[i][1]);
+    }
+    first_.assign(nl + n, kNone);
+    first_at_.resize(nl + n);
+    for (std::size_t i = 0; i < n; ++i) {
+      Slot& x = slots_[members_[i]];
+      if (x.bps != rate_[i]) {
+        x.bits_left = std::max(0.0, x.bits_left - x.bps * static_cast<double>(now_ - x.since) / 1e9);
+        x.since = now_;
+        x.bps = rate_[i];
+        ++x.version;  // any event of its old rate is void
+      }
+      if (x.bps <= 0) continue;
+      const Nanos done = x.since + bits_time(x.bits_left, x.bps);
+      const std::uint32_t gr = root(ends_[i][0] != kNone ? ends_[i][0] : ends_[i][1] != kNone ? ends_[i][1] : static_cast<std::uint32_t>(nl + i));
+      if (first_[gr] == kNone || done < first_at_[gr]) first_[gr] = static_cast<std::uint32_t>(i), first_at_[gr] = done;
+    }
+    // The earliest, and any that end at the same instant: equal messages
+    // started together end together, in one sharing.
+    for (std::size_t i = 0; i < n; ++i) {
+      Slot& x = slots_[members_[i]];
+      if (x.bps <= 0) continue;
+      const std::uint32_t gr = root(ends_[i][0] != kNone ? ends_[i][0] : ends_[i][1] != kNone ? ends_[i][1] : static_cast<std::uint32_t>(nl + i));
+      if (x.since + bits_time(x.bits_left, x.bps) == first_at_[gr]) push(std::max(now_, first_at_[gr]), Kind::net_done, members_[i], ++x.version);
     }
   }
 
@@ -603,7 +704,19 @@ class Engine {
   std::vector<std::uint32_t> free_;
   std::vector<std::vector<std::uint32_t>> rank_active_;
   std::vector<std::uint64_t> link_mark_;
+  std::vector<std::uint32_t> link_pos_;
+  std::vector<std::size_t> pending_;  // links whose messages changed at this instant
+  std::vector<std::uint8_t> link_pending_;
   std::vector<std::uint64_t> slot_marks_;
+  // reshare()'s scratch, kept between calls.
+  std::vector<std::size_t> links_, queue_;
+  std::vector<std::uint32_t> members_, users_, on_begin_, on_, fill_, order_, group_, first_;
+  std::vector<std::array<std::uint32_t, 2>> ends_;
+  std::vector<double> fixed_, rate_;
+  std::vector<std::uint8_t> frozen_, full_, changed_;
+  std::vector<std::uint32_t> dirty_;
+  std::vector<std::tuple<double, std::uint32_t, std::uint32_t>> fills_;
+  std::vector<Nanos> first_at_;
   std::uint64_t mark_ = 0;
   GraphSimRun run_;
 };

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <random>
 
 #include "inline_profile.hpp"
 #include "tensorwire/analysis/diagnosis.hpp"
@@ -136,6 +137,109 @@ ops:
   EXPECT_NEAR(static_cast<double>(r.at(p.op_by_id.at("y"), 0).end), 8e6, 1e3);
   g.iterations = 0;
   EXPECT_THROW(simulate_graph(g), std::invalid_argument);
+}
+
+// Max-min sharing against the Executor-based simulator's, on random jobs: 3 to 6
+// ranks, random flows between them (several may share a rank's egress or
+// ingress), sends of random sizes after random earlier sends or computes, and
+// every rank's egress and ingress at its own rate, some unlimited.
+TEST(GraphSim, SharedLinksAgreeWithTheExecutorSimulatorOnRandomJobs) {
+  std::mt19937 rng(20261206);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int ranks = 3 + static_cast<int>(rng() % 4);
+    std::string text = "version: 1\niterations: 2\nranks: [";
+    for (int r = 0; r < ranks; ++r) text += (r ? ", {id: " : "{id: ") + std::to_string(r) + "}";
+    text += "]\nflows:\n";
+    const int flows = 2 + static_cast<int>(rng() % 8);
+    std::vector<int> src(flows), dst(flows);
+    for (int f = 0; f < flows; ++f) {
+      src[f] = static_cast<int>(rng() % ranks);
+      dst[f] = (src[f] + 1 + static_cast<int>(rng() % (ranks - 1))) % ranks;
+      text += "  - {id: f" + std::to_string(f) + ", src: " + std::to_string(src[f]) + ", dst: " + std::to_string(dst[f]) + "}\n";
+    }
+    text += "ops:\n";
+    const int ops = 4 + static_cast<int>(rng() % 20);
+    std::vector<int> op_rank, op_to;  // op_to: a send's receiver, else -1
+    for (int k = 0; k < ops; ++k) {
+      const int f = static_cast<int>(rng() % flows);
+      const bool compute = rng() % 4 == 0;
+      // After an earlier op of its rank, or the receipt of an earlier message to it.
+      std::string after;
+      if (k > 0 && rng() % 2) {
+        const int j = static_cast<int>(rng() % k);
+        if (op_rank[j] == src[f]) after = ", after: [o" + std::to_string(j) + "]";
+        if (op_to[j] == src[f]) after = ", after: [recv:o" + std::to_string(j) + "]";
+      }
+      op_rank.push_back(src[f]);
+      op_to.push_back(compute ? -1 : dst[f]);
+      if (compute) {
+        text += "  - {id: o" + std::to_string(k) + ", type: compute, rank: " + std::to_string(src[f]) + ", duration: " +
+                std::to_string(1 + rng() % 500) + "us" + after + "}\n";
+      } else {
+        text += "  - {id: o" + std::to_string(k) + ", type: send, flow: f" + std::to_string(f) + ", bytes: " +
+                std::to_string(1 + rng() % 4000) + "KB" + after + "}\n";
+      }
+    }
+    const Profile p = test::inline_profile(text);
+    RankLinks links(static_cast<std::size_t>(ranks));
+    const double rates[] = {0, 1e9, 2.5e9, 10e9, 40e9};  // 0: unlimited
+    for (RankLink& l : links) l.egress_bps = rates[rng() % 5], l.ingress_bps = rates[rng() % 5];
+    SimOptions o;
+    o.links = links;
+    for (RankLink& l : o.links) {  // the Executor-based simulator has no unlimited link: a very fast one
+      if (l.egress_bps == 0) l.egress_bps = 1e15;
+      if (l.ingress_bps == 0) l.ingress_bps = 1e15;
+    }
+    const SimResult old = simulate(p, o);
+    FlowModel fast;
+    fast.bps = 1e15;
+    SimGraph g = sim_graph(p, fast);
+    g.rank_links = links;
+    const GraphSimRun now = simulate_graph(g);
+    ASSERT_EQ(old.iteration_end.size(), now.iteration_end.size());
+    for (std::size_t i = 0; i < old.iteration_end.size(); ++i) {
+      EXPECT_NEAR(static_cast<double>(now.iteration_end[i]), static_cast<double>(old.iteration_end[i]),
+                  1e-4 * static_cast<double>(old.iteration_end[i]) + 100)
+          << "trial " << trial << " iteration " << i << "\n" << text;
+    }
+  }
+}
+
+// Three messages leave rank 0 together over its 10 Gb/s egress; flow a can go no
+// faster than 2 Gb/s, so b and c share the other 8. 1 MB each: b and c end at
+// 2 ms (4 Gb/s each); a has sent 0.5 MB by then and goes on alone at its own
+// 2 Gb/s: 4 ms. Then max-min on the ingress: d's 1 MB to rank 2 with e's, whose
+// receiver takes 1 Gb/s.
+TEST(GraphSim, AMessageCappedByItsFlowLeavesItsShareToTheOthers) {
+  const Profile p = test::inline_profile(R"(
+version: 1
+iterations: 1
+ranks: [{id: 0}, {id: 1}, {id: 2}]
+flows: [{id: a, src: 0, dst: 1}, {id: b, src: 0, dst: 1}, {id: c, src: 0, dst: 2}]
+ops:
+  - {id: x, type: send, flow: a, bytes: 1MB}
+  - {id: y, type: send, flow: b, bytes: 1MB}
+  - {id: z, type: send, flow: c, bytes: 1MB}
+)");
+  FlowModel link;
+  link.bps = 100e9;
+  SimGraph g = sim_graph(p, link);
+  g.flows[p.flow_by_id.at("a")].bps = 2e9;
+  g.rank_links = {{10e9, 0}, {0, 0}, {0, 0}};
+  GraphSimOptions so;
+  so.record = true;
+  const GraphSimRun r = simulate_graph(g, so);
+  EXPECT_NEAR(static_cast<double>(r.at(p.op_by_id.at("y"), 0).end), 2e6, 1e3);
+  EXPECT_NEAR(static_cast<double>(r.at(p.op_by_id.at("z"), 0).end), 2e6, 1e3);
+  EXPECT_NEAR(static_cast<double>(r.at(p.op_by_id.at("x"), 0).end), 4e6, 1e3);
+  // Rank 1's ingress at 1 Gb/s: a (2 Gb/s cap) and b share it, 0.5 each, while c
+  // takes the rest of the egress (9 Gb/s): c ends at 0.89 ms; then a and b go on
+  // at 0.5 each until 16 ms.
+  g.rank_links = {{10e9, 0}, {0, 1e9}, {0, 0}};
+  const GraphSimRun s = simulate_graph(g, so);
+  EXPECT_NEAR(static_cast<double>(s.at(p.op_by_id.at("z"), 0).end), 8e6 / 9, 1e3);
+  EXPECT_NEAR(static_cast<double>(s.at(p.op_by_id.at("x"), 0).end), 16e6, 1e3);
+  EXPECT_NEAR(static_cast<double>(s.at(p.op_by_id.at("y"), 0).end), 16e6, 1e3);
 }
 
 TEST(GraphSim, ADeadlockIsReportedNotHung) {
