@@ -7,6 +7,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <tuple>
+#include <type_traits>
 
 #include "tensorwire/analysis/priority.hpp"
 
@@ -20,6 +21,30 @@ double median_double(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// For each value, the median of all the others, by median_of's rule (Nanos) or
+// median_double's (double): one sort, not one per value (a job of 8192 ranks).
+// The others' k-th smallest is the sorted k-th, or the next one from the
+// value's own place on.
+template <typename T>
+std::vector<T> medians_of_others(const std::vector<T>& v) {
+  std::vector<T> out(v.size(), T{0});
+  if (v.size() < 2) return out;
+  std::vector<T> sorted(v);
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t m = v.size() - 1;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto pos = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), v[i]) - sorted.begin());
+    const auto other = [&](std::size_t k) { return k < pos ? sorted[k] : sorted[k + 1]; };
+    if constexpr (std::is_floating_point_v<T>) {
+      out[i] = m % 2 == 1 ? other(m / 2) : (other(m / 2 - 1) + other(m / 2)) / 2;
+    } else {
+      const auto k = static_cast<std::size_t>(std::ceil(0.5 * static_cast<double>(m)));
+      out[i] = other(std::min(k == 0 ? 0 : k - 1, m - 1));
+    }
+  }
+  return out;
 }
 
 bool known(const Instance& x) { return x.start >= 0 && x.end >= x.start; }
@@ -263,7 +288,8 @@ struct Model {
   std::vector<FlowModel> actual_flow, ideal_flow;
   std::vector<std::size_t> group_of_rank;
   std::vector<std::vector<RankId>> groups;  // ranks of one role and shape
-  std::vector<std::vector<RankId>> role_peers;  // [rank]: the ranks of its role, itself too
+  std::vector<std::vector<RankId>> roles;  // the ranks of each role present
+  std::vector<std::size_t> role_of_rank;  // [rank]: its role's index in roles
 
   Nanos mean(const SimGraph& g, GraphSimRun* keep = nullptr) const {
     GraphSimOptions so;
@@ -586,10 +612,14 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
   // becomes a compute op on one rank and a send's gap on another), so a rank
   // alone in its shape would be its own peer. A shape's compute is brought to
   // its role's: scaled by the role's median compute over the shape's.
-  m.role_peers.assign(p.ranks.size(), {});
-  for (RankId r = 0; r < p.ranks.size(); ++r) {
-    for (RankId q = 0; q < p.ranks.size(); ++q) {
-      if (p.ranks[q].role == p.ranks[r].role) m.role_peers[r].push_back(q);
+  {
+    std::map<Role, std::size_t> role_index;
+    m.role_of_rank.assign(p.ranks.size(), 0);
+    for (RankId r = 0; r < p.ranks.size(); ++r) {
+      auto [it, fresh] = role_index.emplace(p.ranks[r].role, m.roles.size());
+      if (fresh) m.roles.emplace_back();
+      m.roles[it->second].push_back(r);
+      m.role_of_rank[r] = it->second;
     }
   }
   {
@@ -604,8 +634,11 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
       for (RankId q : ranks) v.push_back(total[q]);
       return median_of(std::move(v));
     };
+    std::vector<Nanos> shape_median, role_median;  // once per group and role, not per rank
+    for (const auto& grp : m.groups) shape_median.push_back(median_total(grp));
+    for (const auto& role : m.roles) role_median.push_back(median_total(role));
     for (RankId r = 0; r < p.ranks.size(); ++r) {
-      const Nanos shape = median_total(m.groups[m.group_of_rank[r]]), role = median_total(m.role_peers[r]);
+      const Nanos shape = shape_median[m.group_of_rank[r]], role = role_median[m.role_of_rank[r]];
       if (shape <= 0 || shape == role) continue;
       const double factor = static_cast<double>(role) / static_cast<double>(shape);
       for (OpIndex op : rank_ops[r * 2]) m.ideal_dur[op] = static_cast<Nanos>(std::llround(static_cast<double>(m.ideal_dur[op]) * factor));
@@ -707,17 +740,23 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
     }
     compute[r] = per_iteration(sum);
   }
+  // Each role's median and least compute (its ranks, the rank itself too).
+  std::vector<Nanos> role_compute, role_best;
+  for (const auto& role : m.roles) {
+    std::vector<Nanos> v;
+    for (RankId q : role) v.push_back(compute[q]);
+    role_best.push_back(*std::min_element(v.begin(), v.end()));
+    role_compute.push_back(median_of(std::move(v)));
+  }
   for (RankId r = 0; r < p.ranks.size(); ++r) {
     Straggler s;
     s.rank = r;
     s.host = rank_place(in, r);
     s.compute = compute[r];
-    const auto& grp = m.role_peers[r];
-    std::vector<Nanos> peers;
-    Nanos best = compute[r];
-    for (RankId q : grp) peers.push_back(compute[q]), best = std::min(best, compute[q]);
-    s.peers_compute = median_of(peers);
-    s.score = compute[r] > 0 && grp.size() > 1 ? 1.0 - static_cast<double>(best) / static_cast<double>(compute[r]) : 0;
+    const std::size_t role = m.role_of_rank[r];
+    const Nanos best = std::min(compute[r], role_best[role]);
+    s.peers_compute = role_compute[role];
+    s.score = compute[r] > 0 && m.roles[role].size() > 1 ? 1.0 - static_cast<double>(best) / static_cast<double>(compute[r]) : 0;
     s.waited_on = per_iteration(waited[r]);
     d.stragglers.push_back(s);
   }
@@ -745,15 +784,18 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
   }
   // Named: its impact exceeds the median impact of the others by the threshold
   // (every rank's own jitter costs something; a straggler stands out).
-  const auto excess = [](const auto& items, std::size_t k) {
-    std::vector<Nanos> others;
-    for (std::size_t j = 0; j < items.size(); ++j) {
-      if (j != k) others.push_back(items[j].impact);
-    }
-    return items[k].impact - (others.empty() ? 0 : median_of(std::move(others)));
+  const auto excess = [](const auto& items) {
+    std::vector<Nanos> impact;
+    for (const auto& x : items) impact.push_back(x.impact);
+    std::vector<Nanos> over = medians_of_others(impact);
+    for (std::size_t k = 0; k < items.size(); ++k) over[k] = impact[k] - over[k];
+    return over;
   };
   const auto named = [&](Nanos over) { return static_cast<double>(over) >= o.threshold * static_cast<double>(d.ideal); };
-  for (std::size_t k = 0; k < d.stragglers.size(); ++k) d.stragglers[k].named = named(excess(d.stragglers, k));
+  {
+    const std::vector<Nanos> over = excess(d.stragglers);
+    for (std::size_t k = 0; k < d.stragglers.size(); ++k) d.stragglers[k].named = named(over[k]);
+  }
   std::stable_sort(d.stragglers.begin(), d.stragglers.end(), [](const Straggler& a, const Straggler& b) { return a.impact > b.impact; });
 
   // Links, per host pair.
@@ -827,18 +869,23 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
     l.impact = m.mean(gb) - d.ideal;
     l.without = d.simulated - m.mean(gf);
   }
-  for (std::size_t k = 0; k < d.links.size(); ++k) {
-    SlowLink& l = d.links[k];
+  {
     // Slower than the other pairs by what it achieved (bytes over busy time):
     // its fitted hold rate alone can be high when a socket buffer takes the
     // bytes at once and the path behind it is slow.
-    std::vector<double> others;
-    for (std::size_t j = 0; j < d.links.size(); ++j) {
-      if (j != k && d.links[j].achieved_bps > 0) others.push_back(d.links[j].achieved_bps);
+    std::vector<double> achieved;
+    for (const SlowLink& l : d.links) {
+      if (l.achieved_bps > 0) achieved.push_back(l.achieved_bps);
     }
-    const bool slower = l.achieved_bps > 0 && !others.empty() ? l.achieved_bps < median_double(others)
-                                                              : l.peers_bps > 0 && l.rate_bps < l.peers_bps;
-    l.named = k < kWhatIfs && named(excess(d.links, k)) && slower;
+    const std::vector<double> others = medians_of_others(achieved);
+    const std::vector<Nanos> over = excess(d.links);
+    for (std::size_t k = 0, a = 0; k < d.links.size(); ++k) {
+      SlowLink& l = d.links[k];
+      const bool measured = l.achieved_bps > 0 && achieved.size() > 1;
+      const bool slower = measured ? l.achieved_bps < others[a] : l.peers_bps > 0 && l.rate_bps < l.peers_bps;
+      if (l.achieved_bps > 0) ++a;
+      l.named = k < kWhatIfs && named(over[k]) && slower;
+    }
   }
   std::stable_sort(d.links.begin(), d.links.end(), [](const SlowLink& a, const SlowLink& b) { return a.impact > b.impact; });
 

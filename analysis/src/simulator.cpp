@@ -140,12 +140,14 @@ struct RankSlices {
 
   explicit RankSlices(const Profile& p) {
     if (p.ranks.size() <= 1) return;
-    std::vector<std::vector<OpIndex>> members = slice_members(p);
+    std::vector<SliceParts> parts = slice_parts(p);
     at_sender.assign(p.ops.size(), 0);
     at_receiver.assign(p.ops.size(), 0);
     slices.reserve(p.ranks.size());
     for (std::size_t r = 0; r < p.ranks.size(); ++r) {
-      slices.push_back(slice_profile(p, static_cast<RankId>(r), std::move(members[r])));
+      // Without the rank list: an Executor never reads it, and every rank's
+      // copy would make ranks x ranks entries.
+      slices.push_back(slice_profile(p, static_cast<RankId>(r), std::move(parts[r]), SliceRanks::none));
       const std::vector<OpIndex>& global = slices.back().global;
       for (std::size_t i = 0; i < global.size(); ++i) {
         const Op& op = p.ops[global[i]];

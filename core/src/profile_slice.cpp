@@ -6,29 +6,41 @@
 
 namespace tw {
 
-std::vector<std::vector<OpIndex>> slice_members(const Profile& whole) {
-  std::vector<std::vector<OpIndex>> members(whole.ranks.size());
+std::vector<SliceParts> slice_parts(const Profile& whole) {
+  std::vector<SliceParts> parts(whole.ranks.size());
   for (std::size_t i = 0; i < whole.ops.size(); ++i) {
     const Op& op = whole.ops[i];
-    if (op.rank < members.size()) members[op.rank].push_back(static_cast<OpIndex>(i));
+    if (op.rank < parts.size()) parts[op.rank].members.push_back(static_cast<OpIndex>(i));
     if (op.type == OpType::send) {
       const RankId dst = whole.flows[op.flow].dst;
-      if (dst != op.rank && dst < members.size()) members[dst].push_back(static_cast<OpIndex>(i));
+      if (dst != op.rank && dst < parts.size()) parts[dst].members.push_back(static_cast<OpIndex>(i));
     }
   }
-  return members;
+  for (std::size_t f = 0; f < whole.flows.size(); ++f) {
+    const Flow& flow = whole.flows[f];
+    if (flow.src < parts.size()) parts[flow.src].flows.push_back(static_cast<FlowIndex>(f));
+    if (flow.dst != flow.src && flow.dst < parts.size()) parts[flow.dst].flows.push_back(static_cast<FlowIndex>(f));
+  }
+  return parts;
 }
 
 ProfileSlice slice_profile(const Profile& whole, RankId rank) {
-  std::vector<std::vector<OpIndex>> members = slice_members(whole);
-  return slice_profile(whole, rank, rank < members.size() ? std::move(members[rank]) : std::vector<OpIndex>{});
+  if (rank >= whole.ranks.size()) {
+    throw std::out_of_range("rank " + std::to_string(rank) + " is not in the profile (" + std::to_string(whole.ranks.size()) +
+                            " ranks)");
+  }
+  SliceParts parts;
+  for (std::size_t i = 0; i < whole.ops.size(); ++i) {
+    const Op& op = whole.ops[i];
+    if (op.rank == rank || (op.type == OpType::send && whole.flows[op.flow].dst == rank)) parts.members.push_back(static_cast<OpIndex>(i));
+  }
+  for (std::size_t f = 0; f < whole.flows.size(); ++f) {
+    if (whole.flows[f].src == rank || whole.flows[f].dst == rank) parts.flows.push_back(static_cast<FlowIndex>(f));
+  }
+  return slice_profile(whole, rank, std::move(parts));
 }
 
-namespace {
-constexpr FlowIndex kNotInSlice = std::numeric_limits<FlowIndex>::max();
-}  // namespace
-
-ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpIndex> members) {
+ProfileSlice slice_profile(const Profile& whole, RankId rank, SliceParts parts, SliceRanks ranks) {
   if (rank >= whole.ranks.size()) {
     throw std::out_of_range("rank " + std::to_string(rank) + " is not in the profile (" + std::to_string(whole.ranks.size()) +
                             " ranks)");
@@ -39,24 +51,24 @@ ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpInde
   p.metadata = whole.metadata;
   p.iterations = whole.iterations;
   p.iteration_barrier = whole.iteration_barrier;
-  p.ranks = whole.ranks;
+  if (ranks == SliceRanks::all) p.ranks = whole.ranks;
   p.tensors = whole.tensors;
   // The flows the rank sends or receives on; the others are its peers' business.
-  std::vector<FlowIndex> local_flow(whole.flows.size(), kNotInSlice);
-  for (std::size_t f = 0; f < whole.flows.size(); ++f) {
-    const Flow& flow = whole.flows[f];
-    if (flow.src != rank && flow.dst != rank) continue;
-    local_flow[f] = static_cast<FlowIndex>(p.flows.size());
-    s.flows.push_back(static_cast<FlowIndex>(f));
-    p.flows.push_back(flow);
-  }
-  s.global = std::move(members);
+  s.flows = std::move(parts.flows);
+  p.flows.reserve(s.flows.size());
+  for (const FlowIndex f : s.flows) p.flows.push_back(whole.flows[f]);
+  const auto local_flow = [&](FlowIndex f) {
+    const auto it = std::lower_bound(s.flows.begin(), s.flows.end(), f);
+    if (it == s.flows.end() || *it != f) throw std::logic_error("rank " + std::to_string(rank) + "'s slice misses flow " + whole.flows[f].id);
+    return static_cast<FlowIndex>(it - s.flows.begin());
+  };
+  s.global = std::move(parts.members);
   p.ops.reserve(s.global.size());
   for (const OpIndex g : s.global) {
     const Op& op = whole.ops[g];
     if (op.rank == rank) {
       p.ops.push_back(op);
-      if (op.type == OpType::send) p.ops.back().flow = local_flow[op.flow];
+      if (op.type == OpType::send) p.ops.back().flow = local_flow(op.flow);
       continue;
     }
     // Another rank's message to this one: what its receipt needs.
@@ -64,7 +76,7 @@ ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpInde
     m.id = op.id;
     m.type = op.type;
     m.rank = op.rank;
-    m.flow = local_flow[op.flow];
+    m.flow = local_flow(op.flow);
     m.bytes = op.bytes;
     m.tensor = op.tensor;
     m.priority = op.priority;

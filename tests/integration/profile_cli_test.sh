@@ -73,6 +73,31 @@ hostile_input() {
 }
 check "garbage, a 100 MB line and deep nesting fail cleanly" timeout 120 bash -c "$(declare -f hostile_input); TW=$TW; hostile_input"
 
+# A plan's size in memory follows what it holds, not numbers it only states: a
+# 2-rank ring declaring 16 384 ranks (ranks x ranks tables took 13 GB) and one
+# declaring 10 million iterations (all simulated: bad_alloc after 35 s). The
+# peak resident size of each analysis stays under 1 GB.
+plan_sizes_bounded() {
+  "$TW" profile synth --model mlp --ranks 2 --iterations 4 -o small.yaml 2> /dev/null || return 1
+  /usr/bin/python3 - <<'PY' || return 1
+import re
+t = open("small.yaml").read()
+ranks = "".join(f"  - {{id: {r}, role: worker}}\n" for r in range(16384))
+open("wide.yaml", "w").write(re.sub(r"ranks:\n(  - \{id: \d+[^}]*\}\n)+", lambda m: "ranks:\n" + ranks, t, count=1))
+open("long.yaml", "w").write(re.sub(r"(?m)^iterations: 4$", "iterations: 10000000", t, count=1))
+PY
+  local f rss
+  for f in wide long; do
+    /usr/bin/time -f %M -o "$f.rss" timeout 300 "$TW" analyze "$f.yaml" > "$f.out" 2> "$f.err" || { tail -3 "$f.err"; return 1; }
+    rss=$(tail -1 "$f.rss")
+    echo "$f: peak $((rss / 1024)) MB; $(head -1 "$f.out")"
+    [ "$rss" -lt 1048576 ] || return 1
+  done
+  grep -q "ranks 16384," <("$TW" profile show wide.yaml 2>&1) || { echo "wide.yaml does not declare 16384 ranks"; return 1; }
+  grep -q "the first 100 of its 10000000 iterations" long.out
+}
+check "analyze: a plan declaring 16 384 ranks or 10 million iterations in bounded memory" plan_sizes_bounded
+
 bad_arguments() {
   local out
   out=$("$TW" profile synth --model nosuch -o x.yaml 2>&1) && return 1

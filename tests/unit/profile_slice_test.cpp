@@ -180,18 +180,33 @@ TEST(ProfileSlice, APipelineStagesSliceDoesNotGrowWithTheStages) {
 }
 
 // The controller slices every rank from one pass over the profile: each rank
-// gets its own ops and the messages to it, in the profile's order.
-TEST(ProfileSlice, OnePassGivesEveryRanksMembers) {
+// gets its own ops and the messages to it, and the flows it sends or receives
+// on, in the profile's order; the slice made from them is the one made alone.
+// The simulator's slices leave the ranks out.
+TEST(ProfileSlice, OnePassGivesEveryRanksParts) {
   const Profile whole = bundled("resnet50-ps-4w2s.yaml");
-  const auto members = slice_members(whole);
-  ASSERT_EQ(members.size(), whole.ranks.size());
+  const auto parts = slice_parts(whole);
+  ASSERT_EQ(parts.size(), whole.ranks.size());
   for (RankId r = 0; r < whole.ranks.size(); ++r) {
     std::vector<OpIndex> expected;
     for (OpIndex g = 0; g < whole.ops.size(); ++g) {
       const Op& op = whole.ops[g];
       if (op.rank == r || (op.type == OpType::send && whole.flows[op.flow].dst == r)) expected.push_back(g);
     }
-    EXPECT_EQ(members[r], expected) << "rank " << r;
+    EXPECT_EQ(parts[r].members, expected) << "rank " << r;
+    std::vector<FlowIndex> flows;
+    for (FlowIndex f = 0; f < whole.flows.size(); ++f) {
+      if (whole.flows[f].src == r || whole.flows[f].dst == r) flows.push_back(f);
+    }
+    EXPECT_EQ(parts[r].flows, flows) << "rank " << r;
+    const ProfileSlice alone = slice_profile(whole, r);
+    const ProfileSlice from_parts = slice_profile(whole, r, parts[r]);
+    EXPECT_EQ(write_profile_yaml(from_parts.profile), write_profile_yaml(alone.profile)) << "rank " << r;
+    EXPECT_EQ(from_parts.global, alone.global);
+    EXPECT_EQ(from_parts.flows, alone.flows);
+    const ProfileSlice bare = slice_profile(whole, r, parts[r], SliceRanks::none);
+    EXPECT_TRUE(bare.profile.ranks.empty());
+    EXPECT_EQ(bare.profile.ops.size(), alone.profile.ops.size());
   }
 }
 

@@ -154,11 +154,19 @@ DiagnosisInput diagnosis_input(const std::vector<std::string>& paths, double lin
   if (in.profile.observed && !in.profile.observed->ops.empty()) {
     in.measured = timeline_from_observed(in.profile);
   } else {
+    // A plan repeats itself: its first iterations say all there is, and
+    // simulating all of a profile's (it may say 10 million) would take memory
+    // in proportion to a number the file only states.
+    std::string cut;
+    if (in.profile.iterations > kPlanIterations) {
+      cut = ", the first " + std::to_string(kPlanIterations) + " of its " + std::to_string(in.profile.iterations) + " iterations";
+      in.profile.iterations = kPlanIterations;
+    }
     SimOptions so;
     so.link_bps = link_bps;
     const SimResult sim = simulate(in.profile, so);
     in.measured = timeline_from_simulation(in.profile, sim, "simulated");
-    in.source += " (no observed timings: its plan simulated at " + human_rate(link_bps) + ")";
+    in.source += " (no observed timings: its plan simulated at " + human_rate(link_bps) + cut + ")";
   }
   return in;
 }

@@ -527,10 +527,10 @@ class RunLifecycle final : public Session::Handler {
     write_file_atomic(run_dir::profile_file(o_.out_dir), whole);
     profile_bytes_ = whole.size();
     profile_digest_ = frame::profile_digest(stripped);
-    std::vector<std::vector<OpIndex>> members = slice_members(stripped);
+    std::vector<SliceParts> parts = slice_parts(stripped);
     slices_.clear();
     for (std::size_t r = 0; r < p_.ranks.size(); ++r) {
-      ProfileSlice slice = slice_profile(stripped, static_cast<RankId>(r), std::move(members[r]));
+      ProfileSlice slice = slice_profile(stripped, static_cast<RankId>(r), std::move(parts[r]));
       PreparedSlice prepared;
       prepared.yaml = write_profile_yaml(slice.profile);
       prepared.ops = index_runs(slice.global);

@@ -30,11 +30,20 @@ struct ProfileSlice {
 
 // Throws std::out_of_range if `rank` is not in the profile.
 ProfileSlice slice_profile(const Profile& whole, RankId rank);
-// The same from the rank's members (slice_members()[rank]): every rank's slice
-// in time linear in the profile and its slices, not in the profile times the ranks.
-ProfileSlice slice_profile(const Profile& whole, RankId rank, std::vector<OpIndex> members);
-// Each rank's ops in its slice, in one pass: its own and the messages to it.
-std::vector<std::vector<OpIndex>> slice_members(const Profile& whole);
+
+// What every rank's slice takes from the whole, found in one pass over it.
+struct SliceParts {
+  std::vector<OpIndex> members;  // its own ops and the messages to it, increasing
+  std::vector<FlowIndex> flows;  // the flows it sends or receives on, increasing
+};
+std::vector<SliceParts> slice_parts(const Profile& whole);
+// Whether a slice lists every rank of the whole (as an agent's must: a slice is
+// a profile of its own) or none (the simulator's, which never reads them: every
+// rank's slice would otherwise hold ranks x ranks entries).
+enum class SliceRanks { all, none };
+// The same from the rank's parts (slice_parts()[rank]): every rank's slice in
+// time linear in the profile and its slices, not in the profile times the ranks.
+ProfileSlice slice_profile(const Profile& whole, RankId rank, SliceParts parts, SliceRanks ranks = SliceRanks::all);
 
 // A slice's op (or flow) indices as runs of consecutive indices {first, count}: what goes
 // on the wire (a rank's ops are mostly contiguous).

@@ -5,6 +5,7 @@
 // simulated at a given link rate).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@
 #include "tensorwire/core/records.hpp"
 
 namespace tw::view {
+
+// A profile without observed timings has at most this many of its iterations
+// simulated (a plan repeats itself).
+inline constexpr std::uint64_t kPlanIterations = 100;
 
 // Throws std::runtime_error naming the file that is missing or malformed.
 DiagnosisInput diagnosis_input(const std::vector<std::string>& paths, double link_bps);
