@@ -50,6 +50,8 @@ replay() {  # OUT PROFILE [run options]
 # controller a clean run has cost up to 13% from one link now and then; the
 # injections below cost 45% and more.
 # The named causes, first one first, and whether the simulation reproduced the job.
+# A named link is the injected one, first (another that cost at most half as much
+# may follow: see below).
 # ALLOWED (ranks, comma-separated) may be named too, after WANT: a real job's
 # ranks that were slower than their peers in the capture itself.
 expect() {  # ANALYSIS.json KIND WANT  (KIND: rank or link; WANT: "" for none, "2", "h1-h2")
@@ -79,7 +81,18 @@ if kind == "rank":
     assert ranks[:1] == ([want] if want else ranks[:1]) and set(ranks) <= set(allowed) | {want} - {""}, (ranks, named)
     assert not links, (links, named)
 else:
-    assert links == ([want] if want else []), (links, named)
+    # The injected pair first; on 2 cores shared by 4 agents another link now
+    # and then costs the threshold too in one run (the ring's h0-h3 once cost
+    # 13.9 ms of an ideal 60.7 beside the shaped pair): it may be named after
+    # the injected pair if it cost at most half as much. Nothing else.
+    if want:
+        impact = {f"{l['a']}-{l['b']}": l["impact_ns"] for l in j["links"] if l["named"]}
+        assert links[:1] == [want], (links, named)
+        assert all(impact[x] <= impact[want] / 2 for x in links[1:]), (links, named)
+        if links[1:]:
+            print(f"also named, at most half the injected pair's cost: {links[1:]}")
+    else:
+        assert not links, (links, named)
     assert set(ranks) <= set(allowed), (ranks, named)
 EOF
 }
