@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <map>
+#include <string_view>
 #include <sys/socket.h>
 
 #include "tensorwire/core/framing.hpp"
@@ -150,12 +151,23 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
       a.connections.push_back(x);
     }
   }
-  // Pair the two ends: same host pair, addresses swapped.
-  for (std::size_t i = 0; i < a.connections.size(); ++i) {
+  // Pair the two ends: same host pair, addresses swapped (the last such
+  // connection, if an address pair was reused). By lookup: a capture may hold
+  // a hundred thousand connections.
+  {
+    std::map<std::pair<std::string_view, std::string_view>, std::vector<std::size_t>> by_ends;
     for (std::size_t k = 0; k < a.connections.size(); ++k) {
-      if (i == k) continue;
-      const Connection &x = a.connections[i], &y = a.connections[k];
-      if (x.local == y.remote && x.remote == y.local) a.connections[i].peer = k;
+      by_ends[{a.connections[k].local.address, a.connections[k].remote.address}].push_back(k);
+    }
+    for (std::size_t i = 0; i < a.connections.size(); ++i) {
+      const auto it = by_ends.find({a.connections[i].remote.address, a.connections[i].local.address});
+      if (it == by_ends.end()) continue;
+      for (auto k = it->second.rbegin(); k != it->second.rend(); ++k) {
+        if (*k != i) {
+          a.connections[i].peer = *k;
+          break;
+        }
+      }
     }
   }
   for (std::size_t p = 0; p < traces.size(); ++p) {

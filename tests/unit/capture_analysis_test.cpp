@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "tensorwire/capture/chrome_trace.hpp"
 #include "tensorwire/core/trace.hpp"
@@ -50,6 +51,55 @@ TEST(CaptureAnnotations, PairsSpansAndAttributesMessagesToIterationAndBucket) {
   EXPECT_EQ(a.messages[2].bucket_span, 3);
   EXPECT_EQ(a.messages[3].iteration, -1) << "after the iteration";
   EXPECT_EQ(a.messages[3].bucket_span, -1);
+}
+
+// Each connection's other end is the one with its addresses swapped, found by
+// lookup: 3000 connections from a client process to a server process, the
+// server's listed in reverse, one address pair used twice (the later one wins,
+// on both sides) and one connection whose peer was not traced.
+TEST(CaptureConnections, EachEndIsPairedWithTheOneWithItsAddressesSwapped) {
+  constexpr std::uint16_t kConns = 3000;
+  ProcessTrace client = one_connection(), server = one_connection();
+  client.conns.clear(), server.conns.clear();
+  const auto conn = [](std::uint32_t id, std::uint16_t local_port, std::uint16_t remote_port) {
+    trace::ConnEvent c{};
+    c.kind = trace::Kind::conn;
+    c.family = 2;
+    c.conn = id;
+    c.how = trace::ConnOrigin::connect;
+    c.local[0] = 10, c.local[3] = 1, c.remote[0] = 10, c.remote[3] = 2;
+    c.local_port = local_port, c.remote_port = remote_port;
+    return c;
+  };
+  for (std::uint16_t k = 0; k < kConns; ++k) client.conns.push_back(conn(k, static_cast<std::uint16_t>(20000 + k), 5000));
+  client.conns.push_back(conn(kConns, 20000, 5000));  // port 20000 again, later
+  client.conns.push_back(conn(kConns + 1, 40000, 5000));  // its server end was not traced
+  for (std::uint16_t k = kConns; k-- > 0;) {
+    trace::ConnEvent c = conn(k, 5000, static_cast<std::uint16_t>(20000 + k));
+    std::swap(c.local, c.remote);
+    c.how = trace::ConnOrigin::accept;
+    server.conns.push_back(c);
+  }
+  const CaptureAnalysis a = analyse_capture({client, server});
+  ASSERT_EQ(a.connections.size(), 2U * kConns + 2);
+  const std::size_t servers = kConns + 2;  // the server's connections follow the client's
+  for (std::size_t i = 0; i < a.connections.size(); ++i) {
+    const Connection& c = a.connections[i];
+    if (i == kConns + 1) {
+      EXPECT_FALSE(c.peer) << "no traced end at 10.0.0.2:5000 for port 40000";
+      continue;
+    }
+    ASSERT_TRUE(c.peer) << i;
+    EXPECT_EQ(a.connections[*c.peer].local, c.remote) << i;
+    EXPECT_EQ(a.connections[*c.peer].remote, c.local) << i;
+    if (i == 0 || i == kConns) {
+      EXPECT_EQ(*c.peer, servers + kConns - 1) << "the server's end of port 20000";
+    }
+  }
+  // The server's end of port 20000 takes the client's later connection.
+  EXPECT_EQ(a.connections[servers + kConns - 1].peer, std::optional<std::size_t>(kConns));
+  EXPECT_EQ(a.connections[servers].local.address, "10.0.0.2:5000");
+  EXPECT_EQ(a.connections[servers].remote.address, "10.0.0.1:" + std::to_string(20000 + kConns - 1));
 }
 
 TEST(CaptureMessages, SmallCallsJoinPartialWritesContinueLargeCompleteWritesEnd) {
