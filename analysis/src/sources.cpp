@@ -34,10 +34,7 @@ namespace {
 
 // run.json's error: what failed the run ("" when it did not, or says nothing).
 std::string run_failure(const std::string& dir) {
-  const std::string file = run_dir::run_file(dir);
-  if (!fs::exists(file)) return "";
-  const nlohmann::json j = read_json_file(file);
-  return json_string(j, "error", file, "");
+  return json_string(run_dir::read_run(dir), "error", run_dir::run_file(dir), "");
 }
 
 KeptRecords load_records(const std::string& dir, const Profile& profile, bool keep_missing) {
@@ -125,16 +122,11 @@ LoadedRun load_run(const std::string& dir) {
   const std::vector<std::vector<Record>> ranks = load_run_records(dir, run.profile);
   run.timeline = timeline_from_records(run.profile, ranks, "run " + dir);
   // A time-dilated run is compared at the original's speed.
-  const std::string run_file = run_dir::run_file(dir);
-  const nlohmann::json j = fs::exists(run_file) ? read_json_file(run_file) : nlohmann::json();
-  double k = json_number(j, "time_scale", run_file, 1);
-  {
-    if (k > 0 && k != 1) {
-      scale_timeline(run.timeline, 1.0 / k);
-      run.timeline.source += " (time-scaled x" + nlohmann::json(k).dump() + ", scaled back)";
-    } else {
-      k = 1;
-    }
+  const nlohmann::json j = run_dir::read_run(dir);
+  const double k = json_number(j, "time_scale", run_dir::run_file(dir), 1);  // checked by read_run
+  if (k != 1) {
+    scale_timeline(run.timeline, 1.0 / k);
+    run.timeline.source += " (time-scaled x" + nlohmann::json(k).dump() + ", scaled back)";
   }
   run.settings = read_settings(dir, j, run.profile.ranks.size(), k);
   return run;

@@ -72,6 +72,20 @@ void drop_nulls(nlohmann::json& j, int levels = 2) {
 
 namespace run_dir {
 
+nlohmann::json read_run(const std::string& dir) {
+  const std::string path = run_file(dir);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return nlohmann::json();
+  nlohmann::json j = read_json_file(path);
+  if (!j.is_object()) throw std::runtime_error(path + ": not a run's account: a JSON object expected");
+  const double k = json_number(j, "time_scale", path, 1);
+  if (!(k > 0 && k <= kMaxTimeScale)) {
+    throw std::runtime_error(path + ": 'time_scale' must be from 0 (excluded) to " + json_text(nlohmann::json(kMaxTimeScale)) +
+                             ", not " + json_text(j["time_scale"]));
+  }
+  return j;
+}
+
 nlohmann::json read_summary(const std::string& dir, RankId rank) {
   const std::string path = summary_file(dir, rank);
   std::error_code ec;

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -99,6 +100,15 @@ ProcessTrace read_one(const fs::path& json_path) {
       case trace::Kind::shutdown: {
         trace::Event e;
         std::memcpy(&e, buf, 64);
+        // A call moves at most what it asked for, and a stream's offsets fit in
+        // 64 bits: anything else is a damaged file, not bytes the job moved.
+        if ((e.kind == trace::Kind::send || e.kind == trace::Kind::recv) && e.result > 0 &&
+            (static_cast<std::uint64_t>(e.result) > e.requested || e.offset > UINT64_MAX - static_cast<std::uint64_t>(e.result))) {
+          throw std::runtime_error(t.file + ": event " + std::to_string(t.event_count() + 1) + ": " +
+                                   (e.kind == trace::Kind::send ? "a send" : "a receive") + " of " + std::to_string(e.result) +
+                                   " bytes at stream offset " + std::to_string(e.offset) + " that asked for " +
+                                   std::to_string(e.requested));
+        }
         t.io.push_back(e);
         break;
       }

@@ -494,8 +494,27 @@ bad_traces() {
   local f
   f=$(ls cap2/trace-*.twt | head -1)
   mkdir -p cut && cp "${f%.twt}.json" cut/ && head -c $(( $(stat -c %s "$f") - 10 )) "$f" > "cut/$(basename "$f")"
-  "$TW" trace show cut --json | $PY -c 'import json,sys; assert json.load(sys.stdin)["processes"][0]["events_dropped"] == 1'
+  "$TW" trace show cut --json | $PY -c 'import json,sys; assert json.load(sys.stdin)["processes"][0]["events_dropped"] == 1' ||
+    return 1
+  # A send that says it moved 2^63-1 bytes (more than it asked for) is damage, not traffic.
+  mkdir -p huge && cp "${f%.twt}.json" huge/ && cp "$f" "huge/$(basename "$f")"
+  $PY - "huge/$(basename "$f")" <<'PY' || return 1
+import struct, sys
+path = sys.argv[1]
+b = bytearray(open(path, "rb").read())
+for at in range(16, len(b) - 63, 64):  # after the 16-byte header, 64-byte events
+    if b[at] == 1 and struct.unpack_from("<q", b, at + 32)[0] > 0:  # a send that moved bytes
+        struct.pack_into("<q", b, at + 32, 2**63 - 1)
+        break
+else:
+    sys.exit("no send in " + path)
+open(path, "wb").write(bytes(b))
+PY
+  out=$("$TW" trace show huge 2>&1)
+  [ $? -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
+    echo "$out" | grep -q "huge/$(basename "$f"): event [0-9]*: a send of 9223372036854775807 bytes at stream offset [0-9]* that asked for" ||
+    { echo "$out"; return 1; }
 }
-check "bad or cut traces: one clear line, or the partial event counted" bad_traces
+check "bad, cut or forged traces: one clear line, or the partial event counted" bad_traces
 
 finish

@@ -86,6 +86,30 @@ TEST(DataFile, JsonOutputCarriesNamesThatAreNotUtf8) {
   EXPECT_EQ(thrown([&] { json_int(j, "name", "f.json"); }), "f.json: 'name' must be a whole number, not \"op\xef\xbf\xbd\"");
 }
 
+// run.json: none is null; one that is not an object, or whose time_scale no run
+// could have used, is refused naming the file (a time_scale of 1e30 scaled a
+// whole analysis to zeros).
+TEST(DataFile, ARunsAccountIsCheckedBeforeUse) {
+  TempDir d("tw-run");
+  const std::string file = run_dir::run_file(d.path());
+  const auto write = [&](const std::string& text) { std::ofstream(file) << text; };
+  EXPECT_TRUE(run_dir::read_run(d.path()).is_null());
+  write(R"({"state": "done", "time_scale": 2.5})");
+  EXPECT_EQ(run_dir::read_run(d.path())["time_scale"], 2.5);
+  write(R"({"state": "done"})");
+  EXPECT_FALSE(run_dir::read_run(d.path()).contains("time_scale"));
+  write("[1, 2]");
+  EXPECT_EQ(thrown([&] { run_dir::read_run(d.path()); }), file + ": not a run's account: a JSON object expected");
+  for (const char* k : {"1e30", "0", "-1", "1000.5"}) {
+    write(std::string(R"({"time_scale": )") + k + "}");
+    EXPECT_EQ(thrown([&] { run_dir::read_run(d.path()); }),
+              file + ": 'time_scale' must be from 0 (excluded) to 1000.0, not " + nlohmann::json::parse(k).dump())
+        << k;
+  }
+  write(R"({"time_scale": "x"})");
+  EXPECT_EQ(thrown([&] { run_dir::read_run(d.path()); }), file + ": 'time_scale' must be a number, not \"x\"");
+}
+
 TEST(DataFile, ASummaryIsCheckedBeforeUse) {
   TempDir d("tw-summary");
   const auto write = [&](const std::string& text) { std::ofstream(run_dir::summary_file(d.path(), 0)) << text; };

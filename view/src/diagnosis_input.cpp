@@ -24,8 +24,7 @@ namespace {
 std::vector<std::string> run_hosts(const std::string& dir, std::size_t ranks) {
   std::vector<std::string> host(ranks), peer(ranks);
   {
-    const std::string run_file = run_dir::run_file(dir);
-    const nlohmann::json j = std::filesystem::exists(run_file) ? read_json_file(run_file) : nlohmann::json();
+    const nlohmann::json j = run_dir::read_run(dir);
     if (j.is_object() && j.contains("agents") && j["agents"].is_array()) {
       for (const auto& a : j["agents"]) {
         if (!a.is_object() || !a.contains("rank") || !a["rank"].is_number_unsigned()) continue;

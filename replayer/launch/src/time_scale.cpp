@@ -3,10 +3,12 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "tensorwire/core/run_dir.hpp"
+
 namespace tw {
 
 TimeScale::TimeScale(double k) : k_(k) {
-  if (!(k > 0) || k > 1000) throw std::invalid_argument("--time-scale must be from 0 to 1000");
+  if (!(k > 0) || k > run_dir::kMaxTimeScale) throw std::invalid_argument("--time-scale must be from 0 to 1000");
 }
 
 Profile TimeScale::stretch(const Profile& p) const { return k_ == 1 ? p : time_scaled(p, k_); }
