@@ -49,6 +49,7 @@ class Reader : public YamlReader {
   std::vector<const Node*> op_after_;
   std::vector<bool> op_valid_;
   std::unordered_set<std::string> buckets_;
+  std::unordered_set<std::string> broken_flows_;  // ids of flows reported as wrong
   std::uint64_t iterations_ = 1;  // the profile's, for the per-iteration lists
   std::uint64_t per_iteration_entries_ = 0;
 };
@@ -165,7 +166,11 @@ void Reader::read_flows(const Node* n, Profile& p) {
     }
     Nanos read_lag = 0;  // a bad one is reported; the flow stays, so that its ops are not reported too
     if (auto d = duration_field(f[3], fwhat, "read_lag", 0, limits::kMaxDuration)) read_lag = *d;
-    if (!ok) continue;
+    if (!ok) {
+      // Its ops are not reported again as sending on an unknown flow.
+      if (id && p.flow_by_id.count(*id) == 0) broken_flows_.insert(*id);
+      continue;
+    }
     p.flow_by_id.emplace(*id, static_cast<FlowIndex>(p.flows.size()));
     p.flows.push_back({*id, static_cast<RankId>(*src), static_cast<RankId>(*dst), read_lag});
   }
@@ -301,7 +306,9 @@ void Reader::read_ops(const Node* n, Profile& p) {
       if (f[5] == nullptr) error(item, owhat + " is missing the required field 'bytes'");
       if (auto fl = id_field(f[4], owhat, "flow")) {
         const auto it = p.flow_by_id.find(*fl);
-        if (it == p.flow_by_id.end()) {
+        if (it == p.flow_by_id.end() && broken_flows_.count(*fl) != 0) {
+          ok = false;  // the flow's own error says what is wrong
+        } else if (it == p.flow_by_id.end()) {
           std::vector<std::string> cands;
           if (p.flows.size() <= 1024) {
             for (const auto& x : p.flows) cands.push_back(x.id);

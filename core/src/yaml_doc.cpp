@@ -76,7 +76,13 @@ class EventBuilder final : public YAML::EventHandler {
     // yaml-cpp tags plain scalars "?" and quoted or block scalars "!"; a plain ~ or
     // null arrives as OnNull.
     tree_.add(YamlDoc::Node{YamlDoc::Kind::scalar, tag == "!", mark.line + 1, mark.column + 1, 0, 0, tree_.own(value)});
+    if (tag == "!") last_quoted_ = mark;
   }
+
+  // The start of the last quoted (or block) scalar: yaml-cpp ends a quoted
+  // scalar that is never closed at the end of the file without a word, taking
+  // the rest of the file into it.
+  const std::optional<YAML::Mark>& last_quoted() const { return last_quoted_; }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
     open(mark, YamlDoc::Kind::sequence);
@@ -98,7 +104,26 @@ class EventBuilder final : public YAML::EventHandler {
   }
 
   YamlTreeAssembler tree_;
+  std::optional<YAML::Mark> last_quoted_;
 };
+
+// Whether the quoted scalar that starts at text[pos] (its quote) is closed.
+bool closed_quote(std::string_view text, std::size_t pos) {
+  if (pos >= text.size() || (text[pos] != '"' && text[pos] != '\'')) return true;  // a block scalar, or not where thought
+  const char q = text[pos];
+  for (std::size_t i = pos + 1; i < text.size(); ++i) {
+    if (q == '"' && text[i] == '\\') {
+      ++i;  // the escaped character
+    } else if (text[i] == q) {
+      if (q == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;  // '' is a quote inside single quotes
+      } else {
+        return true;
+      }
+    }
+  }
+  return false;
+}
 
 // Tells whether a further document follows; ignores its content.
 struct DocumentProbe final : YAML::EventHandler {
@@ -196,6 +221,10 @@ std::optional<YamlDoc> YamlDoc::parse_reference(std::string_view text, const std
     YAML::Parser parser(in);
     EventBuilder builder(doc);
     parser.HandleNextDocument(builder);
+    if (const auto& q = builder.last_quoted(); q && q->pos >= 0 && !closed_quote(text, static_cast<std::size_t>(q->pos))) {
+      set_error(q->line + 1, q->column + 1, "a quoted string that is never closed: it runs to the end of the file");
+      return std::nullopt;
+    }
     builder.finish();
     // A second document would be silently ignored by a reader of the first: refuse.
     DocumentProbe probe;

@@ -100,6 +100,22 @@ TEST(YamlDoc, ReportsSyntaxErrorsWithPosition) {
   EXPECT_NE(err.message.find("YAML syntax"), std::string::npos) << err.str();
 }
 
+// yaml-cpp takes a quoted string that is never closed to the end of the file
+// without a word (the rest of a profile vanished into its description, and its
+// fields were reported missing); it is refused where the string starts.
+TEST(YamlDoc, RefusesAQuotedStringThatIsNeverClosed) {
+  Diagnostic err;
+  EXPECT_FALSE(YamlDoc::parse(std::string("version: 1\nmeta:\n  note: \"open\n  rest: 2\n"), "q.yaml", &err).has_value());
+  EXPECT_EQ(err.str(), "q.yaml:3:9: a quoted string that is never closed: it runs to the end of the file");
+  EXPECT_FALSE(YamlDoc::parse(std::string("a: 'it''s\nb: 1\n"), "q.yaml", &err).has_value());
+  EXPECT_EQ(err.str(), "q.yaml:1:4: a quoted string that is never closed: it runs to the end of the file");
+  EXPECT_FALSE(YamlDoc::parse(std::string("a: \"x \\\" y\n"), "q.yaml", &err).has_value()) << "an escaped quote closes nothing";
+  // Closed ones, escapes and '' included, and block scalars at the end, are read.
+  for (const char* ok : {"a: \"x \\\" y\"\n", "a: 'it''s'\n", "a: \"multi\n  line\"\n", "a: |\n  text \"\n"}) {
+    EXPECT_TRUE(YamlDoc::parse(std::string(ok), "q.yaml", &err).has_value()) << ok << err.str();
+  }
+}
+
 TEST(YamlDoc, RefusesTextThatIsNotPrintableUtf8) {
   Diagnostic err;
   // Where: line and column (in characters) of the first bad byte.
