@@ -70,7 +70,11 @@ int main(int argc, char** argv) {
   std::printf("\nShared links: N workers (ranks 1 to N) each push 10 MB to rank 0, a parameter server\n");
   std::printf("whose egress and ingress are shared max-min at 10 Gb/s; two iterations. *Together*: every push\n");
   std::printf("starts at once (they also end together); *staggered*: worker k computes k us first, so every\n");
-  std::printf("start and end changes the others' rates. Median of %d runs.\n\n", runs);
+  std::printf("start and end changes the others' rates. Median of %d runs.\n", runs);
+  std::printf("Before the sharing kept one pending end per group of coupled messages and shared out each\n");
+  std::printf("instant once (2026-12-06, same machine, one run each): `analyze` of 1000 one-message flows\n");
+  std::printf("between two ranks (about 25 simulations) took 15.5 s and 57 MB, 2000 took 70 s; now 0.09 s\n");
+  std::printf("and 0.20 s. Staggered starts still re-rate their group at every change (O(N) each).\n\n");
   std::printf("| pushes in flight | together: events | together | staggered | Executor-based together | Executor-based staggered |\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (const std::uint32_t n : {64u, 256u, 1024u, 4096u}) {
