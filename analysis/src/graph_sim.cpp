@@ -213,7 +213,7 @@ class Engine {
     for (;;) {
       // The messages that started or ended at this instant are shared out once
       // all of them are in: N messages starting together cost one sharing, not N.
-      if (!pending_.empty() && (events_.empty() || events_.top().at > now_)) reshare();
+      if ((!pending_.empty() || !lone_.empty()) && (events_.empty() || events_.top().at > now_)) reshare();
       if (events_.empty()) break;
       const Event e = events_.top();
       events_.pop();
@@ -297,6 +297,7 @@ class Engine {
     std::uint32_t version = 0;
     std::uint32_t at_src = 0, at_dst = 0;  // its places in rank_active_ of its two links
     bool active = false;
+    bool due = false;  // a completion event of its current rate is pending
   };
 
   SimInstance* rec(OpIndex op, std::uint32_t it) { return o_.record ? &run_.instances[op * iterations_ + it] : nullptr; }
@@ -473,13 +474,14 @@ class Engine {
     Slot& x = slots_[s];
     x.op = op, x.iteration = it, x.flow = g_.ops[op].flow;
     x.bits_left = static_cast<double>(g_.ops[op].bytes) * 8.0;
-    x.since = now_, x.bps = 0, x.active = true, ++x.version;
+    x.since = now_, x.bps = 0, x.active = true, x.due = false, ++x.version;
     const RankId src = g_.flow_src[x.flow], dst = g_.flow_dst[x.flow];
     x.at_src = static_cast<std::uint32_t>(rank_active_[src].size());
     rank_active_[src].push_back(s);
     x.at_dst = static_cast<std::uint32_t>(rank_active_[g_.ranks + dst].size());
     rank_active_[g_.ranks + dst].push_back(s);
     changed(src), changed(g_.ranks + dst);
+    if (!std::isfinite(capacity(src)) && !std::isfinite(capacity(g_.ranks + dst))) lone_.push_back(s);  // no link to share
   }
 
   void end_shared(std::uint32_t s) {
@@ -506,8 +508,10 @@ class Engine {
     return c > 0 ? c : std::numeric_limits<double>::infinity();
   }
 
+  // A limited link whose messages changed. An unlimited one couples nobody: the
+  // others on it keep their rates (walking them at every change was O(N) each).
   void changed(std::size_t link) {
-    if (!link_pending_[link]) link_pending_[link] = 1, pending_.push_back(link);
+    if (!link_pending_[link] && std::isfinite(capacity(link))) link_pending_[link] = 1, pending_.push_back(link);
   }
 
   // Shares out the links that changed and every link coupled to them.
@@ -535,6 +539,10 @@ class Engine {
         }
       }
     }
+    for (std::uint32_t s : lone_) {  // started on two unlimited links: at its flow's rate
+      if (slots_[s].active && slot_mark(s) != mark_) slot_mark(s) = mark_, members_.push_back(s);
+    }
+    lone_.clear();
     const std::size_t n = members_.size(), nl = links_.size();
     // Each member's two links among links_ (kNone: unlimited, or not reached).
     ends_.resize(n);
@@ -645,6 +653,7 @@ class Engine {
         x.since = now_;
         x.bps = rate_[i];
         ++x.version;  // any event of its old rate is void
+        x.due = false;
       }
       if (x.bps <= 0) continue;
       const Nanos done = x.since + bits_time(x.bits_left, x.bps);
@@ -657,7 +666,13 @@ class Engine {
       Slot& x = slots_[members_[i]];
       if (x.bps <= 0) continue;
       const std::uint32_t gr = root(ends_[i][0] != kNone ? ends_[i][0] : ends_[i][1] != kNone ? ends_[i][1] : static_cast<std::uint32_t>(nl + i));
-      if (x.since + bits_time(x.bits_left, x.bps) == first_at_[gr]) push(std::max(now_, first_at_[gr]), Kind::net_done, members_[i], ++x.version);
+      // One that holds an event of its rate already keeps it: messages on an
+      // unlimited link are each a group of their own, and each re-sharing of
+      // the link would otherwise push an event for every one of them.
+      if (!x.due && x.since + bits_time(x.bits_left, x.bps) == first_at_[gr]) {
+        x.due = true;
+        push(std::max(now_, first_at_[gr]), Kind::net_done, members_[i], ++x.version);
+      }
     }
   }
 
@@ -707,6 +722,7 @@ class Engine {
   std::vector<std::uint32_t> link_pos_;
   std::vector<std::size_t> pending_;  // links whose messages changed at this instant
   std::vector<std::uint8_t> link_pending_;
+  std::vector<std::uint32_t> lone_;  // messages started at this instant on two unlimited links
   std::vector<std::uint64_t> slot_marks_;
   // reshare()'s scratch, kept between calls.
   std::vector<std::size_t> links_, queue_;
