@@ -43,6 +43,14 @@
 namespace tw {
 namespace {
 
+// Built with a sanitizer: the agents run several times slower, and a claim that
+// needs a receiver keeping up with its stream is checked in the plain build only.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 namespace fs = std::filesystem;
 
 const std::string kBinary = TW_BINARY;
@@ -676,14 +684,20 @@ TEST(Replay, AReadGapGathersTheReadsOfAStreamNobodyWaitsForAndKeepsEveryRecord) 
     EXPECT_EQ(nlohmann::json::parse(in).at("options").at("read_gap_ns").get<Nanos>(), 1000 * kMicro);
   }
   // One message every 20 us: several arrive in each gap, and of those a read takes
-  // beyond its first, at least a quarter were seen before it. (A receiver slower
+  // beyond its first, at least a quarter were seen before it. A receiver slower
   // than the stream, as under a sanitizer, reads again at once while bytes keep
   // coming, and those get their read's time: there 1283-1321 reads took the 3000
-  // messages and 1021-1454 were seen before their read.)
+  // messages and 1021-1454 were seen before their read, but 339, 159 and 0 in
+  // runs where the sanitized receiver fell further behind (571 reads; a core
+  // taken by another process). So the sanitized builds check the records and the
+  // gathering, and the plain build (run by the same test command) checks the
+  // watching too.
   const Times t = times(gathered.path());
   EXPECT_EQ(t.messages, 3000U);
   EXPECT_LE(t.reads * 2, t.messages) << t.reads << " reads for " << t.messages << " messages";
-  EXPECT_GE(t.seen_before_read * 4, t.messages - t.reads) << t.seen_before_read << " of " << t.messages << " seen before their read";
+  if (!kSanitized) {
+    EXPECT_GE(t.seen_before_read * 4, t.messages - t.reads) << t.seen_before_read << " of " << t.messages << " seen before their read";
+  }
   EXPECT_EQ(t.after_delivery, 0U) << "receive times after their delivery";
 
   // A stream with an op of rank 1 waiting for each message is read at once, the
