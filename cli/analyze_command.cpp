@@ -200,7 +200,13 @@ nlohmann::json bucket_hint_or_none(const Profile& p, const Diagnosis& d, std::st
 
 int analyze_command(const AnalyzeArgs& a) {
   const DiagnosisInput in = view::diagnosis_input(a.sources, rate_option("--link-rate", a.link_rate));
-  const Diagnosis d = diagnose(in, a.options);
+  const Diagnosis d = [&] {
+    try {
+      return diagnose(in, a.options);
+    } catch (const std::exception& e) {  // nothing to analyse in it, or a simulation that stalls: say which source
+      throw std::runtime_error(in.source + ": " + e.what());
+    }
+  }();
   nlohmann::json j = diagnosis_json(d, in.profile);
   std::string mitigation;
   if (!a.emit_mitigated.empty()) {

@@ -319,6 +319,14 @@ class Case:
             r = subprocess.run([self.tw] + cmd, capture_output=True, text=True, timeout=60)
             if r.returncode != 0:
                 self.problem(f"tensorwire {' '.join(cmd[:2])} of the failed run: {r.stderr.strip()}")
+        # analyze: the failed run's records analysed, saying the run failed; or,
+        # with a rank's records lost or no iteration complete, one line naming it.
+        r = subprocess.run([self.tw, "analyze", self.out], capture_output=True, text=True, timeout=120)
+        first = (r.stdout.splitlines() or [""])[0]
+        if r.returncode == 0 and "the run failed" not in first:
+            self.problem(f"tensorwire analyze of the failed run does not say it failed: {first}")
+        if r.returncode != 0 and (len(r.stderr.strip().splitlines()) != 1 or self.out not in r.stderr):
+            self.problem(f"tensorwire analyze of the failed run: not one line naming it: {r.stderr.strip()}")
 
     def run(self):
         try:
