@@ -116,8 +116,9 @@ int main(int argc, char** argv) {
 
   std::printf("## Set-up message of one agent\n\n");
   std::printf("Rank 0's slice of a 1-iteration ring all-reduce of the MLP model (`profile synth --model mlp`), "
-              "median of %d runs (`bench/setup_bench %d`). The controller cuts and writes every rank's slice once "
-              "(prepare) and encodes each setup message as it is sent; the agent decodes the message and loads its "
+              "median of %d runs (`bench/setup_bench %d`). The controller finds every rank's part of the profile in one "
+              "pass before the launch, then cuts, writes and encodes each rank's slice from its part as its setup is "
+              "sent (so that it never holds all the slices, each listing every rank); the agent decodes the message and loads its "
               "slice once, in a fresh process (cold: every page its heap touches is a first touch, a page fault), "
               "shown beside the same steps repeated in one process (warm), with glibc's defaults and as tensorwire "
               "runs them (freed memory kept for reuse: `reuse_freed_memory()`). Baseline: a fresh process touching as "
@@ -134,8 +135,9 @@ int main(int argc, char** argv) {
     const tw::Profile p = tw::synthesize(tw::load_model("mlp"), o);
     std::string yaml;
     tw::IndexRuns ops;
+    const std::vector<tw::SliceParts> parts = tw::slice_parts(p);  // before the launch
     const double cut = 1e3 * tw::bench::median_seconds(runs, [&] {
-      tw::ProfileSlice s = tw::slice_profile(p, 0);
+      tw::ProfileSlice s = tw::slice_profile(p, 0, parts[0]);
       yaml = tw::write_profile_yaml(s.profile);
       ops = tw::index_runs(s.global);
     });

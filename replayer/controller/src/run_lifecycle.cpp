@@ -510,46 +510,59 @@ class RunLifecycle final : public Session::Handler {
     while (Clock::now() < deadline && !settled()) co_await notifier_.wait(std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
   }
 
-  // Writes the profile to the run directory and cuts each rank's slice (the
-  // set-up traffic then grows with the profile, not with the profile times the
-  // ranks). Before the launch: for a large profile and hundreds of ranks this
-  // takes seconds, which no agent's heartbeat should wait for.
+  // Writes the profile to the run directory and finds each rank's part of it
+  // (the set-up traffic then grows with the profile, not with the profile times
+  // the ranks). Before the launch: for a large profile this takes seconds, which
+  // no agent's heartbeat should wait for. Each slice is cut from its part when
+  // its setup is sent: every slice lists every rank, so all of them at once
+  // would hold ranks x ranks entries (8192 ranks took 1.9 GB).
   void prepare_setups() {
     // Agents get the profile without its observed timings; copied only when it
     // has them (a profile of a 256-rank ring holds half a million ops).
-    std::optional<Profile> copy;
+    stripped_.reset();
     if (p_.observed) {
-      copy = p_;
-      copy->observed.reset();
+      stripped_ = p_;
+      stripped_->observed.reset();
     }
-    const Profile& stripped = copy ? *copy : p_;
+    const Profile& stripped = stripped_ ? *stripped_ : p_;
     const std::string whole = write_profile_yaml(stripped);
     write_file_atomic(run_dir::profile_file(o_.out_dir), whole);
     profile_bytes_ = whole.size();
     profile_digest_ = frame::profile_digest(stripped);
-    std::vector<SliceParts> parts = slice_parts(stripped);
-    slices_.clear();
-    for (std::size_t r = 0; r < p_.ranks.size(); ++r) {
-      ProfileSlice slice = slice_profile(stripped, static_cast<RankId>(r), std::move(parts[r]));
-      PreparedSlice prepared;
-      prepared.yaml = write_profile_yaml(slice.profile);
-      prepared.ops = index_runs(slice.global);
-      prepared.flows = index_runs(slice.flows);
-      prepared.peers.push_back(static_cast<RankId>(r));
-      for (const Flow& f : slice.profile.flows) {
-        prepared.peers.push_back(f.src == r ? f.dst : f.src);
-        if (f.dst == r) prepared.sources.push_back(f.src);
-      }
-      for (auto* v : {&prepared.peers, &prepared.sources}) {
-        std::sort(v->begin(), v->end());
-        v->erase(std::unique(v->begin(), v->end()), v->end());
-      }
-      if (!o_.settings.open_loop_offsets.empty()) {
-        prepared.open_loop_offsets.reserve(slice.global.size());
-        for (const OpIndex g : slice.global) prepared.open_loop_offsets.push_back(o_.settings.open_loop_offsets.at(g));
-      }
-      slices_.push_back(std::move(prepared));
+    parts_ = slice_parts(stripped);
+  }
+
+  // Rank r's slice, from its part (taken), as its setup carries it.
+  struct PreparedSlice {
+    std::string yaml;
+    IndexRuns ops;
+    IndexRuns flows;
+    std::vector<RankId> peers;    // the ranks the rank's flows reach, and itself, increasing
+    std::vector<RankId> sources;  // the ranks that send to it, increasing
+    std::vector<Nanos> open_loop_offsets;
+  };
+  PreparedSlice prepare_slice(std::size_t r) {
+    const Profile& stripped = stripped_ ? *stripped_ : p_;
+    ProfileSlice slice = slice_profile(stripped, static_cast<RankId>(r), std::move(parts_[r]));
+    parts_[r] = {};
+    PreparedSlice prepared;
+    prepared.yaml = write_profile_yaml(slice.profile);
+    prepared.ops = index_runs(slice.global);
+    prepared.flows = index_runs(slice.flows);
+    prepared.peers.push_back(static_cast<RankId>(r));
+    for (const Flow& f : slice.profile.flows) {
+      prepared.peers.push_back(f.src == r ? f.dst : f.src);
+      if (f.dst == r) prepared.sources.push_back(f.src);
     }
+    for (auto* v : {&prepared.peers, &prepared.sources}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+    if (!o_.settings.open_loop_offsets.empty()) {
+      prepared.open_loop_offsets.reserve(slice.global.size());
+      for (const OpIndex g : slice.global) prepared.open_loop_offsets.push_back(o_.settings.open_loop_offsets.at(g));
+    }
+    return prepared;
   }
 
   // Assigns ranks and sends each agent its setup, yielding after each, so that
@@ -572,11 +585,11 @@ class RunLifecycle final : public Session::Handler {
     }
     assigned_ = true;
     const std::vector<Session*> by_rank = ranked();
-    // Each agent gets its rank's slice, prepared before the launch, and where
-    // its peers listen.
+    // Each agent gets its rank's slice, cut now from its part, and where its
+    // peers listen.
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
       if (failure_) throw RunFailed{};
-      PreparedSlice& slice = slices_[r];
+      PreparedSlice slice = prepare_slice(r);
       control::Setup setup;
       setup.run = o_.run_id;
       setup.rank = static_cast<RankId>(r);
@@ -800,15 +813,8 @@ class RunLifecycle final : public Session::Handler {
   std::uint64_t profile_bytes_ = 0;  // the whole profile as YAML
   std::uint64_t setup_bytes_ = 0;    // the setup messages sent, slices and all
   std::uint64_t profile_digest_ = 0;
-  struct PreparedSlice {
-    std::string yaml;
-    IndexRuns ops;
-    IndexRuns flows;
-    std::vector<RankId> peers;    // the ranks the rank's flows reach, and itself, increasing
-    std::vector<RankId> sources;  // the ranks that send to it, increasing
-    std::vector<Nanos> open_loop_offsets;
-  };
-  std::vector<PreparedSlice> slices_;  // per rank, until its setup is sent
+  std::optional<Profile> stripped_;  // the profile without its observed timings, if it had them
+  std::vector<SliceParts> parts_;    // per rank, until its setup is sent
   asio::io_context ctx_{1};
   std::optional<tcp::acceptor> acceptor_;
   net::Admission admission_;
