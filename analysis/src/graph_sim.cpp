@@ -644,8 +644,10 @@ class Engine {
     for (std::size_t i = 0; i < n; ++i) {
       if (ends_[i][0] != kNone && ends_[i][1] != kNone) group_[root(ends_[i][0])] = root(ends_[i][1]);
     }
-    first_.assign(nl + n, kNone);
-    first_at_.resize(nl + n);
+    const auto group_of = [&](std::size_t i) {
+      return root(ends_[i][0] != kNone ? ends_[i][0] : ends_[i][1] != kNone ? ends_[i][1] : static_cast<std::uint32_t>(nl + i));
+    };
+    first_at_.assign(nl + n, kNever);  // per group: its earliest end
     for (std::size_t i = 0; i < n; ++i) {
       Slot& x = slots_[members_[i]];
       if (x.bps != rate_[i]) {
@@ -656,22 +658,21 @@ class Engine {
         x.due = false;
       }
       if (x.bps <= 0) continue;
-      const Nanos done = x.since + bits_time(x.bits_left, x.bps);
-      const std::uint32_t gr = root(ends_[i][0] != kNone ? ends_[i][0] : ends_[i][1] != kNone ? ends_[i][1] : static_cast<std::uint32_t>(nl + i));
-      if (first_[gr] == kNone || done < first_at_[gr]) first_[gr] = static_cast<std::uint32_t>(i), first_at_[gr] = done;
+      Nanos& first = first_at_[group_of(i)];
+      first = std::min(first, x.since + bits_time(x.bits_left, x.bps));
     }
     // The earliest, and any that end at the same instant: equal messages
     // started together end together, in one sharing.
     for (std::size_t i = 0; i < n; ++i) {
       Slot& x = slots_[members_[i]];
       if (x.bps <= 0) continue;
-      const std::uint32_t gr = root(ends_[i][0] != kNone ? ends_[i][0] : ends_[i][1] != kNone ? ends_[i][1] : static_cast<std::uint32_t>(nl + i));
+      const Nanos first = first_at_[group_of(i)];
       // One that holds an event of its rate already keeps it: messages on an
       // unlimited link are each a group of their own, and each re-sharing of
       // the link would otherwise push an event for every one of them.
-      if (!x.due && x.since + bits_time(x.bits_left, x.bps) == first_at_[gr]) {
+      if (!x.due && x.since + bits_time(x.bits_left, x.bps) == first) {
         x.due = true;
-        push(std::max(now_, first_at_[gr]), Kind::net_done, members_[i], ++x.version);
+        push(std::max(now_, first), Kind::net_done, members_[i], ++x.version);
       }
     }
   }
@@ -726,7 +727,7 @@ class Engine {
   std::vector<std::uint64_t> slot_marks_;
   // reshare()'s scratch, kept between calls.
   std::vector<std::size_t> links_, queue_;
-  std::vector<std::uint32_t> members_, users_, on_begin_, on_, fill_, order_, group_, first_;
+  std::vector<std::uint32_t> members_, users_, on_begin_, on_, fill_, order_, group_;
   std::vector<std::array<std::uint32_t, 2>> ends_;
   std::vector<double> fixed_, rate_;
   std::vector<std::uint8_t> frozen_, full_, changed_;
