@@ -50,6 +50,10 @@ class Reader : public YamlReader {
   std::vector<bool> op_valid_;
   std::unordered_set<std::string> buckets_;
   std::unordered_set<std::string> broken_flows_;  // ids of flows reported as wrong
+  // False when 'ranks' itself was reported (not a list, too long): rank numbers
+  // elsewhere are then not checked against a count that means nothing, which
+  // would add an error per flow and per compute op to the one that matters.
+  bool ranks_read_ = true;
   std::uint64_t iterations_ = 1;  // the profile's, for the per-iteration lists
   std::uint64_t per_iteration_entries_ = 0;
 };
@@ -103,11 +107,22 @@ void Reader::read_metadata(const Node* n, Metadata& m) {
 }
 
 void Reader::read_ranks(const Node* n, Profile& p) {
+  if (n != nullptr && n->kind == Kind::scalar) {
+    // `ranks: 4`: a count where the list of ranks belongs.
+    error(*n, "'ranks' must be a list of rank entries, got " + describe(*n) + " (for example: ranks: [{id: 0}, {id: 1}])");
+    ranks_read_ = false;
+    return;
+  }
   const auto items = list(n, "'ranks'");
-  if (n != nullptr && n->kind == Kind::sequence && items.empty()) error(*n, "'ranks' is empty: a profile needs at least one rank");
+  if (n != nullptr && n->kind != Kind::sequence) ranks_read_ = false;
+  if (n != nullptr && (n->kind == Kind::null || n->kind == Kind::sequence) && items.empty()) {
+    error(*n, "'ranks' is empty: a profile needs at least one rank");
+    ranks_read_ = false;
+  }
   if (items.size() > limits::kMaxRanks) {
     error(*n, "'ranks' lists " + std::to_string(items.size()) + " ranks, more than the limit of " +
                   std::to_string(limits::kMaxRanks));
+    ranks_read_ = false;
     return;
   }
   const std::size_t count = items.size();
@@ -151,9 +166,10 @@ void Reader::read_flows(const Node* n, Profile& p) {
     bool ok = id && src && dst;
     for (auto [v, node, name] : {std::tuple{src, f[1], "src"}, std::tuple{dst, f[2], "dst"}}) {
       if (v && *v >= p.ranks.size()) {
+        ok = false;
+        if (!ranks_read_) continue;
         error(*node, fwhat + ": '" + name + "' names rank " + std::to_string(*v) + ", but the profile has " +
                          std::to_string(p.ranks.size()) + " ranks");
-        ok = false;
       }
     }
     if (src && dst && *src == *dst) {
@@ -290,8 +306,10 @@ void Reader::read_ops(const Node* n, Profile& p) {
       if (f[3] == nullptr) error(item, owhat + " is missing the required field 'duration'");
       if (auto r = uint_field(f[2], owhat, "rank", 0, limits::kMaxRanks)) {
         if (*r >= p.ranks.size()) {
-          error(*f[2], owhat + ": 'rank' is " + std::to_string(*r) + ", but the profile has " +
-                           std::to_string(p.ranks.size()) + " ranks");
+          if (ranks_read_) {
+            error(*f[2], owhat + ": 'rank' is " + std::to_string(*r) + ", but the profile has " +
+                             std::to_string(p.ranks.size()) + " ranks");
+          }
           ok = false;
         }
         op.rank = static_cast<RankId>(*r);

@@ -191,13 +191,20 @@ TEST(ProfileLoad, RejectsWrongTypesMissingAndUnknownFields) {
   std::string scalar_ranks = kBase;
   scalar_ranks.replace(scalar_ranks.find("ranks:\n"), scalar_ranks.find("flows:") - scalar_ranks.find("ranks:\n"), "ranks: 5\n");
   EXPECT_EQ(problems(scalar_ranks),
-            "t.yaml:3:8: 'ranks' must be a list, got '5'\n"
-            "t.yaml:5:20: flow 'f01': 'src' names rank 0, but the profile has 0 ranks\n"
-            "t.yaml:5:28: flow 'f01': 'dst' names rank 1, but the profile has 0 ranks\n"
-            "t.yaml:6:20: flow 'f10': 'src' names rank 1, but the profile has 0 ranks\n"
-            "t.yaml:6:28: flow 'f10': 'dst' names rank 0, but the profile has 0 ranks\n"
-            "t.yaml:8:35: op 'c0': 'rank' is 0, but the profile has 0 ranks\n"
-            "t.yaml:10:35: op 'c1': 'rank' is 1, but the profile has 0 ranks\n");
+            "t.yaml:3:8: 'ranks' must be a list of rank entries, got '5' (for example: ranks: [{id: 0}, {id: 1}])\n");
+  // One error for a 'ranks' that is not a list, not one more per rank number
+  // that a count of nothing cannot hold; the other checks go on.
+  std::string map_ranks = scalar_ranks;
+  map_ranks.replace(map_ranks.find("ranks: 5"), 8, "ranks: {id: 0}");
+  map_ranks.replace(map_ranks.find("dst: 1}"), 7, "dst: 1, colour: red}");
+  EXPECT_EQ(problems(map_ranks),
+            "t.yaml:3:8: 'ranks' must be a list, got a map\n"
+            "t.yaml:5:31: unknown field 'colour' in flow entry 0\n");
+  for (const char* empty : {"ranks:", "ranks: []"}) {
+    std::string no_ranks = scalar_ranks;
+    no_ranks.replace(no_ranks.find("ranks: 5"), 8, empty);
+    EXPECT_EQ(problems(no_ranks), "t.yaml:3:8: 'ranks' is empty: a profile needs at least one rank\n") << empty;
+  }
   EXPECT_EQ(problems(with_line(10, "  - {id: c0, rank: 0, duration: 1ms}")),
             "t.yaml:10:5: op entry 0 is missing the required field 'type'\n");
   EXPECT_EQ(problems(with_line(11, "  - {id: s0, type: send, flow: f01, after: [c0]}")),
