@@ -910,7 +910,7 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
     }
     SimGraph nn = m.actual;
     for (FlowModel& f : nn.flows) f.bps = 1e18, f.per_message = 0, f.latency = 0, f.read_lag = 0, f.path_bps = 0;
-    for (SimGraph::Node& node : nn.ops) node.hold_count = 0, node.path_count = 0;
+    nn.drop_measured_messages();
     v.no_network = m.mean(nn);
     SimGraph nc = m.actual;
     for (OpIndex o2 = 0; o2 < p.ops.size(); ++o2) {
@@ -955,7 +955,7 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
       if (!(l.egress_bps > 0)) l.egress_bps = 1e18;
       if (!(l.ingress_bps > 0)) l.ingress_bps = 1e18;
     }
-    for (SimGraph::Node& node : shared.ops) node.hold_count = 0, node.path_count = 0;
+    shared.drop_measured_messages();
     const Nanos shared_base = m.mean(shared);
     d.compression_model = shared_base;
     if (d.measured > 0 && std::abs(static_cast<double>(shared_base - d.measured)) > 0.15 * static_cast<double>(d.measured)) {
@@ -970,8 +970,9 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
         for (OpIndex op : ops) {
           SimGraph::Node& node = g.ops[op];
           const double cost = o.compress_ns_per_byte * static_cast<double>(node.bytes);
-          node.prep = static_cast<Nanos>(std::llround(cost / 2));
-          node.post = static_cast<Nanos>(std::llround(cost / 2));
+          SimGraph::NodeExtra& x = g.extra_for(op);
+          x.prep = static_cast<Nanos>(std::llround(cost / 2));
+          x.post = static_cast<Nanos>(std::llround(cost / 2));
           node.bytes = static_cast<Bytes>(std::ceil(static_cast<double>(node.bytes) / k));
         }
         c.saving.push_back(shared_base - m.mean(g));

@@ -37,6 +37,8 @@ double GraphSimRun::mean_iteration(std::size_t from) const {
 namespace {
 
 constexpr Nanos kNever = std::numeric_limits<Nanos>::max();
+constexpr std::uint32_t kUnarmed = std::numeric_limits<std::uint32_t>::max();  // above any instance (iterations < 2^32 - 1)
+constexpr std::uint32_t kMostBack = std::numeric_limits<std::uint32_t>::max() >> 1;  // fits Successor::back_recv
 
 enum class Kind : std::uint8_t { compute_done, send_done, received, sent_and_received, wake_compute, wake_flow, transfer_begin, net_done };
 
@@ -116,10 +118,12 @@ struct DueLater {
 };
 using DueQueue = std::priority_queue<Due, std::vector<Due>, DueLater>;
 
+// 8 bytes: one per dependency of a graph of tens of millions of ops.
 struct Successor {
   OpIndex op;
-  std::uint32_t back;
-  bool recv;
+  std::uint32_t back_recv;  // iterations back << 1 | waits for the receipt
+  std::uint32_t back() const { return back_recv >> 1; }
+  bool recv() const { return (back_recv & 1) != 0; }
 };
 
 Nanos bits_time(double bits, double bps) {
@@ -144,9 +148,9 @@ class Engine {
     // Arrays of one entry per op, each filled once: huge pages (a 1024-rank
     // ring has 21 million ops).
     assign_huge(st_, n, OpState{});
-    // Successors, as compressed rows.
-    std::vector<std::uint32_t> count;
-    assign_huge(count, n + 1, 0u);
+    // Successors, as compressed rows: each op's count at [op + 2], then each
+    // row's start at [op + 1] as it fills, which leaves [op] at its start.
+    assign_huge(succ_begin_, n + 2, 0u);
     own_begin_.assign(g.ranks + 1, 0);
     per_iteration_.assign(g.ranks, 0);
     for (std::size_t i = 0; i < n; ++i) {
@@ -156,28 +160,32 @@ class Engine {
       if (op.type == OpType::send && g.flow_src[op.flow] != op.rank) throw std::invalid_argument("simulation: a send on another rank's flow");
       if (static_cast<std::size_t>(op.dep_begin) + op.dep_count > g.deps.size()) throw std::invalid_argument("simulation: dependencies out of range");
       if (op.type == OpType::compute && op.dur_count == 0) throw std::invalid_argument("simulation: a compute op without a duration");
+      if (op.extra != SimGraph::kNoExtra && op.extra >= g.extras.size()) throw std::invalid_argument("simulation: an op's extra out of range");
       for (std::uint32_t k = 0; k < op.dep_count; ++k) {
         const Dependency& d = g.deps[op.dep_begin + k];
         if (d.op >= n) throw std::invalid_argument("simulation: a dependency on an op that does not exist");
-        ++count[d.op];
+        if (d.iterations_back > kMostBack) throw std::invalid_argument("simulation: a dependency too many iterations back");
+        if (++succ_begin_[d.op + 2] == 0) throw std::invalid_argument("simulation: over 2^32 dependencies");
       }
       ++own_begin_[op.rank + 1];
       ++per_iteration_[op.rank];
       if (op.type == OpType::send) ++per_iteration_[g.flow_dst[op.flow]];
     }
-    assign_huge(succ_begin_, n + 1, 0u);
-    for (std::size_t i = 0; i < n; ++i) succ_begin_[i + 1] = succ_begin_[i] + count[i];
-    assign_huge(succ_, succ_begin_[n], Successor{});
-    std::vector<std::uint32_t> fill;
-    reserve_huge(fill, n);
-    fill.assign(succ_begin_.begin(), succ_begin_.end() - 1);
+    std::uint64_t edges = 0;
+    for (std::size_t i = 2; i < n + 2; ++i) {
+      edges += succ_begin_[i];
+      if (edges > std::numeric_limits<std::uint32_t>::max()) throw std::invalid_argument("simulation: over 2^32 dependencies");
+      succ_begin_[i] = static_cast<std::uint32_t>(edges);
+    }
+    assign_huge(succ_, edges, Successor{});
     for (std::size_t i = 0; i < n; ++i) {
       const SimGraph::Node& op = g.ops[i];
       for (std::uint32_t k = 0; k < op.dep_count; ++k) {
         const Dependency& d = g.deps[op.dep_begin + k];
-        succ_[fill[d.op]++] = {static_cast<OpIndex>(i), d.iterations_back, d.recv};
+        succ_[succ_begin_[d.op + 1]++] = {static_cast<OpIndex>(i), d.iterations_back << 1 | (d.recv ? 1U : 0U)};
       }
     }
+    succ_begin_.pop_back();
     for (std::uint32_t r = 0; r < g.ranks; ++r) own_begin_[r + 1] += own_begin_[r];
     assign_huge(own_, n, OpIndex{0});
     std::vector<std::uint32_t> pos(own_begin_.begin(), own_begin_.end() - 1);
@@ -309,7 +317,7 @@ class Engine {
   }
 
   void arm(OpIndex op, std::uint32_t it, Nanos now) {
-    st_[op].armed = static_cast<std::int64_t>(it);
+    st_[op].armed = it;
     const SimGraph::Node& n = g_.ops[op];
     std::uint32_t missing = 0;
     for (std::uint32_t k = 0; k < n.dep_count; ++k) {
@@ -388,14 +396,15 @@ class Engine {
     }
     fs.last_op = q.op, fs.last_it = q.iteration, fs.has_last = true;
     const SimGraph::Node& n = g_.ops[q.op];
+    const SimGraph::NodeExtra& x = g_.extra(q.op);
     const double bits = static_cast<double>(n.bytes) * 8.0;
-    if (n.hold_count > 0) {
-      sent(q.op, q.iteration, start + n.prep + std::max<Nanos>(0, SimGraph::cyclic(g_.holds, n.hold_begin, n.hold_count, q.iteration)));
+    if (x.hold_count > 0) {
+      sent(q.op, q.iteration, start + x.prep + std::max<Nanos>(0, SimGraph::cyclic(g_.holds, x.hold_begin, x.hold_count, q.iteration)));
     } else if (g_.rank_links.empty()) {
-      const Nanos end = start + m.per_message + n.prep + bits_time(bits, m.bps);
+      const Nanos end = start + m.per_message + x.prep + bits_time(bits, m.bps);
       sent(q.op, q.iteration, end);
     } else {
-      push(start + m.per_message + n.prep, Kind::transfer_begin, q.op, q.iteration);
+      push(start + m.per_message + x.prep, Kind::transfer_begin, q.op, q.iteration);
     }
   }
 
@@ -403,17 +412,17 @@ class Engine {
   void sent(OpIndex op, std::uint32_t it, Nanos end) {
     const FlowIndex f = g_.ops[op].flow;
     const FlowModel& m = g_.flows[f];
-    const SimGraph::Node& n = g_.ops[op];
+    const SimGraph::NodeExtra& x = g_.extra(op);
     Nanos arrival = end + m.latency;
-    if (n.path_count > 0) {
-      arrival = std::max(end, flows_[f].path_free) + std::max<Nanos>(0, SimGraph::cyclic(g_.paths, n.path_begin, n.path_count, it));
+    if (x.path_count > 0) {
+      arrival = std::max(end, flows_[f].path_free) + std::max<Nanos>(0, SimGraph::cyclic(g_.paths, x.path_begin, x.path_count, it));
       flows_[f].path_free = arrival;
     } else if (m.path_bps > 0) {
       arrival = std::max(arrival, flows_[f].path_free + bits_time(static_cast<double>(g_.ops[op].bytes) * 8.0, m.path_bps));
       flows_[f].path_free = arrival;
     }
-    const Nanos handed = arrival + m.read_lag + g_.ops[op].post;
-    if (SimInstance* x = rec(op, it)) x->end = end, x->received = handed;
+    const Nanos handed = arrival + m.read_lag + x.post;
+    if (SimInstance* r = rec(op, it)) r->end = end, r->received = handed;
     if (handed == end) {
       push(end, Kind::sent_and_received, op, it);  // one event for both: half the heap's work on a fast path
     } else {
@@ -429,10 +438,11 @@ class Engine {
     has_cause_ = true, cause_op_ = op, cause_it_ = it, cause_recv_ = recv;
     for (std::uint32_t k = succ_begin_[op]; k < succ_begin_[op + 1]; ++k) {
       const Successor& s = succ_[k];
-      if (s.recv != recv) continue;
+      if (s.recv() != recv) continue;
       OpState& t = st_[s.op];
-      if (t.armed == static_cast<std::int64_t>(it) + s.back && t.missing > 0 && --t.missing == 0) {
-        ready(s.op, static_cast<std::uint32_t>(t.armed), now_);
+      // armed is kUnarmed, above any instance, until the op is armed.
+      if (t.armed == static_cast<std::uint64_t>(it) + s.back() && t.missing > 0 && --t.missing == 0) {
+        ready(s.op, t.armed, now_);
       }
     }
     const SimGraph::Node& n = g_.ops[op];
@@ -694,11 +704,11 @@ class Engine {
   const SimGraph& g_;
   GraphSimOptions o_;
   std::uint64_t iterations_ = 0;
-  // Per op, together: the instances done (sender side) and received, the armed
-  // instance (-1: none) and its dependencies not yet met.
+  // Per op, together, in 16 bytes: the instances done (sender side) and
+  // received, the armed instance (kUnarmed: none) and its dependencies not yet met.
   struct OpState {
     std::uint32_t done = 0, recv = 0;
-    std::int64_t armed = -1;
+    std::uint32_t armed = kUnarmed;
     std::uint32_t missing = 0;
   };
   std::vector<OpState> st_;

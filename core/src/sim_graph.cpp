@@ -13,9 +13,28 @@ void SimGraph::set_table(std::vector<Nanos>& table, std::uint32_t& begin, std::u
 }
 void SimGraph::set_durations(OpIndex op, const std::vector<Nanos>& v) { set_table(durations, ops.at(op).dur_begin, ops.at(op).dur_count, v); }
 void SimGraph::set_gaps(OpIndex op, const std::vector<Nanos>& v) { set_table(gaps, ops.at(op).gap_begin, ops.at(op).gap_count, v); }
-void SimGraph::set_lags(OpIndex op, const std::vector<Nanos>& v) { set_table(lags, ops.at(op).lag_begin, ops.at(op).lag_count, v); }
-void SimGraph::set_holds(OpIndex op, const std::vector<Nanos>& v) { set_table(holds, ops.at(op).hold_begin, ops.at(op).hold_count, v); }
-void SimGraph::set_paths(OpIndex op, const std::vector<Nanos>& v) { set_table(paths, ops.at(op).path_begin, ops.at(op).path_count, v); }
+void SimGraph::set_lags(OpIndex op, const std::vector<Nanos>& v) {
+  NodeExtra& x = extra_for(op);
+  set_table(lags, x.lag_begin, x.lag_count, v);
+}
+void SimGraph::set_holds(OpIndex op, const std::vector<Nanos>& v) {
+  NodeExtra& x = extra_for(op);
+  set_table(holds, x.hold_begin, x.hold_count, v);
+}
+void SimGraph::set_paths(OpIndex op, const std::vector<Nanos>& v) {
+  NodeExtra& x = extra_for(op);
+  set_table(paths, x.path_begin, x.path_count, v);
+}
+
+SimGraph::NodeExtra& SimGraph::extra_for(OpIndex op) {
+  Node& n = ops.at(op);
+  if (n.extra == kNoExtra) {
+    if (extras.size() >= kNoExtra) throw std::length_error("simulation graph: over 2^32 - 1 ops with extras");
+    n.extra = static_cast<std::uint32_t>(extras.size());
+    extras.emplace_back();
+  }
+  return extras[n.extra];
+}
 
 SimGraph sim_graph(const Profile& p, const FlowModel& link) {
   SimGraph g;

@@ -114,6 +114,41 @@ TEST(GraphSim, FlowModelTimesOneMessage) {
   EXPECT_EQ(r.iteration_end[0], s.received + 2 * kMilli);
 }
 
+// What only some ops have (a measured lag, a message's measured hold and path,
+// a compression's costs) lives beside the nodes: an op gets its own when set,
+// a copy of the graph keeps its own, and a graph whose node names an extra it
+// does not hold is refused rather than read out of bounds.
+TEST(GraphSim, AnOpsExtraTimesAreItsOwnAndChecked) {
+  const Profile p = test::one_message("1ms", "1MB");
+  FlowModel link;
+  link.bps = 8e9;  // 1 MB in 1 ms
+  const SimGraph base = sim_graph(p, link);
+  GraphSimOptions so;
+  so.record = true;
+  const OpIndex s = p.op_by_id.at("s");
+  const GraphSimRun plain = simulate_graph(base, so);
+  SimGraph g = base;
+  g.set_lags(s, {100 * kMicro, 300 * kMicro});
+  g.extra_for(s).prep = 20 * kMicro;
+  g.extra_for(s).post = 5 * kMicro;
+  g.iterations = 2;
+  const GraphSimRun r = simulate_graph(g, so);
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    const Nanos lag = i == 0 ? 100 * kMicro : 300 * kMicro;
+    EXPECT_EQ(r.at(s, i).start - r.at(s, i).dispatched, lag) << i;
+    EXPECT_EQ(r.at(s, i).end, r.at(s, i).start + 20 * kMicro + kMilli) << i;
+    EXPECT_EQ(r.at(s, i).received, r.at(s, i).end + 5 * kMicro) << i;
+  }
+  EXPECT_EQ(base.extras.size(), 0u);  // the copy's, not the original's
+  EXPECT_EQ(simulate_graph(base, so).at(s, 0).end, plain.at(s, 0).end);
+  g.set_holds(s, {2 * kMilli});  // the measured hold replaces the flow's model
+  EXPECT_EQ(simulate_graph(g, so).at(s, 0).end - simulate_graph(g, so).at(s, 0).start, 20 * kMicro + 2 * kMilli);
+  g.drop_measured_messages();
+  EXPECT_EQ(simulate_graph(g, so).at(s, 0).end, r.at(s, 0).end);
+  g.ops[s].extra = 7;
+  EXPECT_THROW(simulate_graph(g), std::invalid_argument);
+}
+
 TEST(GraphSim, SharedLinksLimitOnlyTheMessagesThatCrossThem) {
   const Profile p = test::inline_profile(R"(
 version: 1
@@ -258,6 +293,9 @@ ops:
   // The same graph with the cross-iteration edge made same-iteration cannot start.
   g.deps[0].iterations_back = 0;
   EXPECT_THROW(simulate_graph(g), std::runtime_error);
+  // A dependency further back than the simulator's successor lists can hold.
+  g.deps[0].iterations_back = 1U << 31;
+  EXPECT_THROW(simulate_graph(g), std::invalid_argument);
 }
 
 // Critical path and verdict on DAGs with known answers.

@@ -25,15 +25,10 @@ struct FlowModel {
 };
 
 struct SimGraph {
-  struct Node {
-    OpType type = OpType::compute;
-    RankId rank = 0;
-    FlowIndex flow = 0;  // send
-    Bytes bytes = 0;  // send
-    std::uint32_t priority = 0;  // send: as Op::priority
-    std::uint32_t dep_begin = 0, dep_count = 0;  // into deps
-    std::uint32_t dur_begin = 0, dur_count = 0;  // into durations; compute: iteration i takes [dur_begin + i % dur_count]
-    std::uint32_t gap_begin = 0, gap_count = 0;  // into gaps; none: 0
+  // What only some ops have, kept beside the nodes (Node::extra) so that a node
+  // stays small: a 1024-rank ring has 21 million of them, and the time to make
+  // the graph is mostly the kernel handing out the pages they fill.
+  struct NodeExtra {
     // Send: time its sender spends on it before the bits start, holding the flow
     // (compressing it), and its receiver after the arrival (decompressing it).
     Nanos prep = 0, post = 0;
@@ -48,6 +43,19 @@ struct SimGraph {
     std::uint32_t hold_begin = 0, hold_count = 0;
     std::uint32_t path_begin = 0, path_count = 0;
   };
+  static constexpr std::uint32_t kNoExtra = 0xffffffffU;
+  struct Node {
+    Bytes bytes = 0;  // send
+    OpType type = OpType::compute;
+    RankId rank = 0;
+    FlowIndex flow = 0;  // send
+    std::uint32_t priority = 0;  // send: as Op::priority
+    std::uint32_t dep_begin = 0, dep_count = 0;  // into deps
+    std::uint32_t dur_begin = 0, dur_count = 0;  // into durations; compute: iteration i takes [dur_begin + i % dur_count]
+    std::uint32_t gap_begin = 0, gap_count = 0;  // into gaps; none: 0
+    std::uint32_t extra = kNoExtra;  // into extras
+  };
+  static_assert(sizeof(Node) <= 56, "a node per op: keep it small");
   std::uint32_t ranks = 0;
   std::uint64_t iterations = 1;
   bool barrier = true;
@@ -57,6 +65,7 @@ struct SimGraph {
   std::vector<Nanos> gaps;
   std::vector<Nanos> lags;
   std::vector<Nanos> holds, paths;
+  std::vector<NodeExtra> extras;
   std::vector<RankId> flow_src, flow_dst;
   std::vector<FlowModel> flows;
   RankLinks rank_links;  // empty: a flow is limited by its own rate only
@@ -70,8 +79,20 @@ struct SimGraph {
     return n.gap_count == 0 ? 0 : gaps[n.gap_begin + iteration % n.gap_count];
   }
   Nanos lag(OpIndex op, std::uint64_t iteration) const {
-    const Node& n = ops[op];
-    return n.lag_count == 0 ? 0 : lags[n.lag_begin + iteration % n.lag_count];
+    const NodeExtra& x = extra(op);
+    return x.lag_count == 0 ? 0 : lags[x.lag_begin + iteration % x.lag_count];
+  }
+  // An op's extra: the defaults (all 0) when it has none.
+  const NodeExtra& extra(OpIndex op) const {
+    static const NodeExtra none;
+    const std::uint32_t k = ops[op].extra;
+    return k == kNoExtra ? none : extras[k];
+  }
+  // The op's own extra, made when it has none.
+  NodeExtra& extra_for(OpIndex op);
+  // Every send back on its flow's model: the measured holds and paths dropped.
+  void drop_measured_messages() {
+    for (NodeExtra& x : extras) x.hold_count = 0, x.path_count = 0;
   }
   // Gives op its own table of per-iteration values (copy-on-write: ops sharing
   // one stay unchanged); `table` is durations, gaps, lags, holds or paths, and
