@@ -386,6 +386,9 @@ void add_analyze_commands(CLI::App& app, Action& action) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1000.0));
   c->add_option("--warmup", a->options.warmup, "Iterations left out of the means")->capture_default_str();
+  c->add_option("--threads", a->options.threads,
+                "Threads for the what-if simulations (default: one per core, as many as fit in 4 GiB; the results do not depend on it)")
+      ->check(CLI::Range(1U, 1024U));
   c->add_option("--link-rate", a->link_rate, "A profile without observed timings is simulated at this rate")->capture_default_str();
   c->add_option("--emit-mitigated", a->emit_mitigated,
                 "Write a changed profile that works around what was found (a ring order that avoids a slow pair, else the "

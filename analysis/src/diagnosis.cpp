@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -10,6 +12,7 @@
 #include <type_traits>
 
 #include "tensorwire/analysis/priority.hpp"
+#include "tensorwire/util/parallel.hpp"
 
 namespace tw {
 namespace {
@@ -290,6 +293,11 @@ struct Model {
   std::vector<std::vector<RankId>> groups;  // ranks of one role and shape
   std::vector<std::vector<RankId>> roles;  // the ranks of each role present
   std::vector<std::size_t> role_of_rank;  // [rank]: its role's index in roles
+
+  unsigned threads = 1;  // for the what-ifs: parallel()
+
+  // work(0 .. n-1), each a what-if on its own copy of a graph, on `threads`.
+  void parallel(std::size_t n, const std::function<void(std::size_t)>& work) const { parallel_for(n, threads, work); }
 
   Nanos mean(const SimGraph& g, GraphSimRun* keep = nullptr) const {
     GraphSimOptions so;
@@ -667,16 +675,28 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
     if (p.ops[o2].type == OpType::send) m.ideal.set_holds(o2, {m.ideal_hold[o2]}), m.ideal.set_paths(o2, {m.ideal_path[o2]});
   }
   apply_flows(m.ideal, m.ideal_flow);
+  {
+    // A what-if holds a copy of the graph and the simulation's own arrays
+    // (about 48 bytes an op, and 8 a dependency): as many at once as cores,
+    // within kWhatIfMemory.
+    const SimGraph& g = m.actual;
+    const std::size_t tables = g.durations.size() + g.gaps.size() + g.lags.size() + g.holds.size() + g.paths.size();
+    const std::size_t each = g.ops.size() * (sizeof(SimGraph::Node) + 48) + g.deps.size() * (sizeof(Dependency) + 8) +
+                             tables * sizeof(Nanos) + g.extras.size() * sizeof(SimGraph::NodeExtra);
+    m.threads = o.threads != 0 ? o.threads : threads_for(std::numeric_limits<std::size_t>::max(), each, kWhatIfMemory);
+  }
 
   GraphSimRun actual_run;
-  d.simulated = m.mean(m.actual, &actual_run);
+  m.parallel(2, [&](std::size_t j) {
+    if (j == 0) d.simulated = m.mean(m.actual, &actual_run);
+    else d.ideal = m.mean(m.ideal);
+  });
   d.sim_error = d.measured > 0 ? static_cast<double>(d.simulated - d.measured) / static_cast<double>(d.measured) : 0;
   d.reproduces = std::abs(d.sim_error) <= 0.10;
   if (!d.reproduces) {
     d.notes.push_back("the simulation of the job as measured is " + std::to_string(static_cast<int>(std::lround(d.sim_error * 100))) +
                       "% off its measured iteration time: the what-if figures are less reliable");
   }
-  d.ideal = m.mean(m.ideal);
 
   // Who waited for whom, in the job as measured: an op whose last dependency to
   // be met was a message from another rank left its rank (compute) or flow
@@ -767,21 +787,25 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
     return std::tie(d.stragglers[a].score, d.stragglers[a].waited_on) > std::tie(d.stragglers[b].score, d.stragglers[b].waited_on);
   });
   constexpr std::size_t kWhatIfs = 16;
-  for (std::size_t k = 0; k < order.size() && k < kWhatIfs; ++k) {
-    Straggler& s = d.stragglers[order[k]];
-    if (rank_all[s.rank].empty()) continue;
-    SimGraph back = m.ideal, fixed = m.actual;
+  // Two simulations per rank tried (its impact on the ideal, the job without
+  // it), each on its own copy of the graph, in parallel.
+  const std::size_t tried = std::min(order.size(), kWhatIfs);
+  m.parallel(2 * tried, [&](std::size_t j) {
+    Straggler& s = d.stragglers[order[j / 2]];
+    if (rank_all[s.rank].empty()) return;
+    const bool impact = j % 2 == 0;
+    SimGraph g = impact ? m.ideal : m.actual;
     for (OpIndex op : rank_all[s.rank]) {
       if (p.ops[op].type == OpType::compute) {
-        back.set_durations(op, m.measured_dur[op]);
-        fixed.set_durations(op, {m.ideal_dur[op]});
+        if (impact) g.set_durations(op, m.measured_dur[op]);
+        else g.set_durations(op, {m.ideal_dur[op]});
       }
-      back.set_lags(op, m.measured_lag[op]);
-      fixed.set_lags(op, {m.ideal_lag[op]});
+      if (impact) g.set_lags(op, m.measured_lag[op]);
+      else g.set_lags(op, {m.ideal_lag[op]});
     }
-    s.impact = m.mean(back) - d.ideal;
-    s.without = d.simulated - m.mean(fixed);
-  }
+    if (impact) s.impact = m.mean(g) - d.ideal;
+    else s.without = d.simulated - m.mean(g);
+  });
   // Named: its impact exceeds the median impact of the others by the threshold
   // (every rank's own jitter costs something; a straggler stands out).
   const auto excess = [](const auto& items) {
@@ -857,18 +881,19 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
     const double ra = a.peers_bps > 0 ? a.rate_bps / a.peers_bps : 1, rb = b.peers_bps > 0 ? b.rate_bps / b.peers_bps : 1;
     return ra < rb;
   });
-  for (std::size_t k = 0; k < d.links.size() && k < kWhatIfs; ++k) {
-    SlowLink& l = d.links[k];
-    SimGraph gb = m.ideal, gf = m.actual;
+  m.parallel(2 * std::min(d.links.size(), kWhatIfs), [&](std::size_t j) {
+    SlowLink& l = d.links[j / 2];
+    const bool impact = j % 2 == 0;
+    SimGraph g = impact ? m.ideal : m.actual;
     for (OpIndex o2 = 0; o2 < p.ops.size(); ++o2) {
       const Op& op = p.ops[o2];
       if (op.type != OpType::send || std::find(l.flows.begin(), l.flows.end(), op.flow) == l.flows.end()) continue;
-      gb.set_holds(o2, m.measured_hold[o2]), gb.set_paths(o2, m.measured_path[o2]);
-      gf.set_holds(o2, {m.ideal_hold[o2]}), gf.set_paths(o2, {m.ideal_path[o2]});
+      if (impact) g.set_holds(o2, m.measured_hold[o2]), g.set_paths(o2, m.measured_path[o2]);
+      else g.set_holds(o2, {m.ideal_hold[o2]}), g.set_paths(o2, {m.ideal_path[o2]});
     }
-    l.impact = m.mean(gb) - d.ideal;
-    l.without = d.simulated - m.mean(gf);
-  }
+    if (impact) l.impact = m.mean(g) - d.ideal;
+    else l.without = d.simulated - m.mean(g);
+  });
   {
     // Slower than the other pairs by what it achieved (bytes over busy time):
     // its fitted hold rate alone can be high when a socket buffer takes the
@@ -908,15 +933,19 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
       // here, so the iteration's compute share against one half.
       (s >= 0.5 ? v.iterations_compute : v.iterations_communication) += 1;
     }
-    SimGraph nn = m.actual;
-    for (FlowModel& f : nn.flows) f.bps = 1e18, f.per_message = 0, f.latency = 0, f.read_lag = 0, f.path_bps = 0;
-    nn.drop_measured_messages();
-    v.no_network = m.mean(nn);
-    SimGraph nc = m.actual;
-    for (OpIndex o2 = 0; o2 < p.ops.size(); ++o2) {
-      if (p.ops[o2].type == OpType::compute) nc.set_durations(o2, {0});
-    }
-    v.no_compute = m.mean(nc);
+    m.parallel(2, [&](std::size_t j) {
+      SimGraph g = m.actual;
+      if (j == 0) {
+        for (FlowModel& f : g.flows) f.bps = 1e18, f.per_message = 0, f.latency = 0, f.read_lag = 0, f.path_bps = 0;
+        g.drop_measured_messages();
+        v.no_network = m.mean(g);
+      } else {
+        for (OpIndex o2 = 0; o2 < p.ops.size(); ++o2) {
+          if (p.ops[o2].type == OpType::compute) g.set_durations(o2, {0});
+        }
+        v.no_compute = m.mean(g);
+      }
+    });
   }
 
   // Compression: the tensors with the most bytes, one at a time.
@@ -963,21 +992,23 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
                         "simulates " + std::to_string(shared_base / 1000000) + " ms per iteration against " +
                         std::to_string(d.measured / 1000000) + " ms measured: its savings are rough");
     }
-    for (Compression& c : d.compression) {
-      const auto& ops = groups[c.tensor];
-      for (double k : o.compress_factors) {
-        SimGraph g = shared;
-        for (OpIndex op : ops) {
-          SimGraph::Node& node = g.ops[op];
-          const double cost = o.compress_ns_per_byte * static_cast<double>(node.bytes);
-          SimGraph::NodeExtra& x = g.extra_for(op);
-          x.prep = static_cast<Nanos>(std::llround(cost / 2));
-          x.post = static_cast<Nanos>(std::llround(cost / 2));
-          node.bytes = static_cast<Bytes>(std::ceil(static_cast<double>(node.bytes) / k));
-        }
-        c.saving.push_back(shared_base - m.mean(g));
+    // One simulation per tensor and factor, in parallel.
+    const std::size_t factors = o.compress_factors.size();
+    for (Compression& c : d.compression) c.saving.assign(factors, 0);
+    m.parallel(d.compression.size() * factors, [&](std::size_t j) {
+      Compression& c = d.compression[j / factors];
+      const double k = o.compress_factors[j % factors];
+      SimGraph g = shared;
+      for (OpIndex op : groups.at(c.tensor)) {
+        SimGraph::Node& node = g.ops[op];
+        const double cost = o.compress_ns_per_byte * static_cast<double>(node.bytes);
+        SimGraph::NodeExtra& x = g.extra_for(op);
+        x.prep = static_cast<Nanos>(std::llround(cost / 2));
+        x.post = static_cast<Nanos>(std::llround(cost / 2));
+        node.bytes = static_cast<Bytes>(std::ceil(static_cast<double>(node.bytes) / k));
       }
-    }
+      c.saving[j % factors] = shared_base - m.mean(g);
+    });
     const std::size_t key = o.compress_factors.size() > 1 ? 1 : 0;
     std::stable_sort(d.compression.begin(), d.compression.end(), [key](const Compression& a, const Compression& b) {
       const Nanos sa = key < a.saving.size() ? a.saving[key] : 0, sb = key < b.saving.size() ? b.saving[key] : 0;

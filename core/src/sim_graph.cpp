@@ -1,29 +1,42 @@
 #include "tensorwire/core/sim_graph.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
 namespace tw {
 
-void SimGraph::set_table(std::vector<Nanos>& table, std::uint32_t& begin, std::uint32_t& count, const std::vector<Nanos>& values) {
-  if (table.size() + values.size() > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("simulation graph: a table over 2^32 entries");
+void SimGraph::set_table(std::vector<Nanos>& table, std::uint32_t& begin, std::uint32_t& count, const std::vector<Nanos>& values,
+                         bool zero_is_none) {
+  const bool same = std::adjacent_find(values.begin(), values.end(), std::not_equal_to<>()) == values.end();
+  if (values.empty() || (same && zero_is_none && values.front() == 0)) {
+    begin = 0, count = 0;
+    return;
+  }
+  // Equal values (a plan's, or a cause brought to its ideal) take one entry:
+  // per-iteration tables of every op are looked up at random, one cache line
+  // a lookup, and a what-if copies them.
+  const std::size_t n = same ? 1 : values.size();
+  if (table.size() + n > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("simulation graph: a table over 2^32 entries");
   begin = static_cast<std::uint32_t>(table.size());
-  count = static_cast<std::uint32_t>(values.size());
-  table.insert(table.end(), values.begin(), values.end());
+  count = static_cast<std::uint32_t>(n);
+  table.insert(table.end(), values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n));
 }
-void SimGraph::set_durations(OpIndex op, const std::vector<Nanos>& v) { set_table(durations, ops.at(op).dur_begin, ops.at(op).dur_count, v); }
-void SimGraph::set_gaps(OpIndex op, const std::vector<Nanos>& v) { set_table(gaps, ops.at(op).gap_begin, ops.at(op).gap_count, v); }
+void SimGraph::set_durations(OpIndex op, const std::vector<Nanos>& v) { set_table(durations, ops.at(op).dur_begin, ops.at(op).dur_count, v, false); }
+void SimGraph::set_gaps(OpIndex op, const std::vector<Nanos>& v) { set_table(gaps, ops.at(op).gap_begin, ops.at(op).gap_count, v, true); }
 void SimGraph::set_lags(OpIndex op, const std::vector<Nanos>& v) {
+  if (ops.at(op).extra == kNoExtra && std::all_of(v.begin(), v.end(), [](Nanos x) { return x == 0; })) return;  // none, as before
   NodeExtra& x = extra_for(op);
-  set_table(lags, x.lag_begin, x.lag_count, v);
+  set_table(lags, x.lag_begin, x.lag_count, v, true);
 }
 void SimGraph::set_holds(OpIndex op, const std::vector<Nanos>& v) {
   NodeExtra& x = extra_for(op);
-  set_table(holds, x.hold_begin, x.hold_count, v);
+  set_table(holds, x.hold_begin, x.hold_count, v, false);
 }
 void SimGraph::set_paths(OpIndex op, const std::vector<Nanos>& v) {
   NodeExtra& x = extra_for(op);
-  set_table(paths, x.path_begin, x.path_count, v);
+  set_table(paths, x.path_begin, x.path_count, v, false);
 }
 
 SimGraph::NodeExtra& SimGraph::extra_for(OpIndex op) {

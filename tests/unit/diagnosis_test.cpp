@@ -2,6 +2,8 @@
 // hand-built DAGs and on simulated jobs with a known straggler or slow link.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -400,6 +402,27 @@ TEST(Diagnosis, NamesAnInjectedStragglerAndItsCost) {
   const Diagnosis c = diagnose(input_of(p, clean));
   for (const Straggler& s : c.stragglers) EXPECT_FALSE(s.named) << s.rank;
   for (const SlowLink& l : c.links) EXPECT_FALSE(l.named) << l.a << "-" << l.b;
+}
+
+// The what-ifs run on several threads, each on its own copy of the graph: the
+// diagnosis is the same whatever their number (ThreadSanitizer runs this too).
+TEST(Diagnosis, TheWhatIfsGiveTheSameAnswerOnAnyNumberOfThreads) {
+  Profile p = test::bundled_profile("resnet50-ps-4w2s.yaml");
+  p.iterations = 4;
+  SimOptions slow;
+  slow.links = uniform_links(p.ranks.size(), 25e9);
+  slow.slowdown.assign(p.ranks.size(), 1);
+  slow.slowdown[1] = 1.4;
+  const DiagnosisInput in = input_of(p, slow);
+  DiagnosisOptions one;
+  one.threads = 1;
+  one.compress_candidates = 6;
+  const std::string expected = diagnosis_json(diagnose(in, one), p).dump();
+  for (unsigned threads : {2U, 5U, 64U}) {
+    DiagnosisOptions many = one;
+    many.threads = threads;
+    EXPECT_EQ(diagnosis_json(diagnose(in, many), p).dump(), expected) << threads << " threads";
+  }
 }
 
 TEST(Diagnosis, NamesAnInjectedSlowLinkAndItsCost) {

@@ -4,14 +4,17 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "tensorwire/util/heap.hpp"
+#include "tensorwire/util/parallel.hpp"
 #include "tensorwire/util/system_call.hpp"
 #include "tensorwire/util/temp_dir.hpp"
 #include "tensorwire/util/unique_fd.hpp"
@@ -175,6 +178,42 @@ TEST(Heap, AReservationAdvisedHugePagesFaultsA2MiBPageAtATime) {
   // a kernel short of free huge pages falls back to small ones for some.
   EXPECT_LT(huge, small / 8) << "huge " << huge << ", small " << small;
 #endif
+}
+
+}  // namespace
+}  // namespace tw
+
+namespace tw {
+namespace {
+
+TEST(ParallelFor, EveryPieceOnceOnAnyNumberOfThreads) {
+  for (const unsigned threads : {0U, 1U, 2U, 7U}) {
+    for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1000}}) {
+      std::vector<std::atomic<int>> seen(n);
+      parallel_for(n, threads, [&](std::size_t i) { seen[i].fetch_add(1); });
+      for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(seen[i].load(), 1) << i << " of " << n << ", " << threads << " threads";
+    }
+  }
+}
+
+TEST(ParallelFor, TheFirstFailureIsRethrownAndTheRestSkipped) {
+  std::atomic<int> ran{0};
+  EXPECT_THROW(parallel_for(100000, 3,
+                            [&](std::size_t i) {
+                              ran.fetch_add(1);
+                              if (i == 10) throw std::runtime_error("piece 10");
+                            }),
+               std::runtime_error);
+  EXPECT_LT(ran.load(), 100000);
+}
+
+TEST(ParallelFor, ThreadsForCoresPiecesAndMemory) {
+  EXPECT_EQ(threads_for(1, 0, 0), 1U);
+  EXPECT_EQ(threads_for(0, 0, 0), 1U);
+  EXPECT_EQ(threads_for(1000, 1 << 20, 0), 1U);  // no memory beside the first
+  EXPECT_LE(threads_for(1000, 1 << 20, 3 << 20), 4U);
+  EXPECT_GE(threads_for(1000, 1, std::size_t{1} << 40), 1U);
+  EXPECT_LE(threads_for(2, 1, std::size_t{1} << 40), 2U);
 }
 
 }  // namespace

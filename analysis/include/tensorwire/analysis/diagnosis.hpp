@@ -24,6 +24,7 @@
 // Pure: works on a loaded profile and timeline; the CLI reads them.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -67,7 +68,11 @@ struct DiagnosisOptions {
   // the ideal iteration time.
   double threshold = 0.10;
   std::size_t warmup = 1;  // iterations left out of every mean
+  // Threads for the what-if simulations (each on its own copy of the graph);
+  // 0: one per core, as many as fit in kWhatIfMemory. The results do not depend on it.
+  unsigned threads = 0;
 };
+inline constexpr std::size_t kWhatIfMemory = std::size_t{4} << 30;
 
 struct FlowFit {
   double bps = 0;  // rate while the flow holds a message

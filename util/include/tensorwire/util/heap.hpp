@@ -23,7 +23,7 @@ inline constexpr long kKeepBytes = 32L << 20;
 // with transparent huge pages (madvise MADV_HUGEPAGE): one page fault and one
 // zeroing per 2 MiB instead of 512 faults. For the large arrays that the
 // simulator and the synthesiser fill once (a 1024-rank ring is 21 million ops,
-// 2 GB of nodes: 8 s of page faults at 4 KiB). Call before the memory is first
+// 1.2 GB of nodes: seconds of page faults at 4 KiB). Call before the memory is first
 // written; below kHugeAdviceBytes, or where the kernel has no transparent huge
 // pages or refuses, it does nothing (the memory works as before).
 void advise_huge_pages(const void* data, std::size_t bytes);
