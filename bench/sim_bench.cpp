@@ -6,14 +6,20 @@
 // Targets (issue 14): at least a million events a second; 1024 ranks, graph
 // made and simulated, in under 10 s. Then links shared max-min: N workers each
 // push one message to a parameter server at once, or 1 us apart, over the
-// server's 10 Gb/s links, against the Executor-based simulator's sharing.
+// server's 10 Gb/s links, against the Executor-based simulator's sharing. Then
+// the diagnosis of a synthesised job, its what-ifs on one thread against all cores.
 // Prints a Markdown fragment for docs/BENCHMARKS.md.
 //   sim_bench [RUNS]
 #include <cstdio>
 #include <queue>
+#include <chrono>
 #include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "timing.hpp"
+#include "tensorwire/analysis/diagnosis.hpp"
 #include "tensorwire/analysis/graph_sim.hpp"
 #include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/core/profile_io.hpp"
@@ -126,6 +132,53 @@ int main(int argc, char** argv) {
     const auto text = [](double s) { return s < 0 ? std::string("-") : tw::bench::seconds_text(s); };
     std::printf("| %u | %llu | %s | %s | %s | %s |\n", n, static_cast<unsigned long long>(events), text(graph_s[0]).c_str(),
                 text(graph_s[1]).c_str(), text(exec_s[0]).c_str(), text(exec_s[1]).c_str());
+    std::fflush(stdout);
+  }
+
+  // The diagnosis: its what-ifs on one thread against all the cores, alternating.
+  const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+  std::printf("\nThe diagnosis (`analyze`): a synthesised job, 10 iterations, whose timeline is the Executor-based\n");
+  std::printf("simulation of it (as `analyze` makes it for a profile without observed timings), diagnosed with its\n");
+  std::printf("what-if simulations on one thread and on all %u cores (DiagnosisOptions::threads, `--threads`);\n", cores);
+  std::printf("median of %d runs, alternating. The JSON of the two is compared, and the table says if it differs.\n\n", runs);
+  std::printf("| job | ops per iteration | 1 thread | %u threads | speed-up | same result |\n", cores);
+  std::printf("|---|---|---|---|---|---|\n");
+  struct Job {
+    const char* label;
+    const char* model;
+    tw::Pattern pattern;
+    std::uint32_t ranks, servers;
+  };
+  for (const Job& j : {Job{"ResNet-50, parameter server, 16 workers and 4 servers", "resnet50", tw::Pattern::parameter_server, 16, 4},
+                       Job{"ResNet-50, parameter server, 64 workers and 4 servers", "resnet50", tw::Pattern::parameter_server, 64, 4},
+                       Job{"ResNet-50, ring all-reduce, 16 ranks", "resnet50", tw::Pattern::ring_allreduce, 16, 1}}) {
+    tw::SynthOptions o;
+    o.pattern = j.pattern;
+    o.ranks = j.ranks;
+    o.servers = j.servers;
+    o.iterations = 10;
+    const tw::Profile p = tw::synthesize(tw::load_model(j.model), o);
+    tw::DiagnosisInput in;
+    in.profile = p;
+    const tw::SimResult r = tw::simulate(p, tw::SimOptions{});
+    in.measured = tw::timeline_from_simulation(p, r, "bench");
+    in.measured.iteration = r.iteration_times();
+    in.source = "bench";
+    std::vector<double> one, all;
+    std::string one_json, all_json;
+    for (int k = 0; k < runs; ++k) {
+      for (const unsigned threads : {1U, cores}) {
+        tw::DiagnosisOptions d;
+        d.threads = threads;
+        const auto a = std::chrono::steady_clock::now();
+        const tw::Diagnosis dg = tw::diagnose(in, d);
+        (threads == 1 ? one : all).push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+        (threads == 1 ? one_json : all_json) = tw::diagnosis_json(dg, p).dump();
+      }
+    }
+    const double t1 = tw::bench::median(one), tn = tw::bench::median(all);
+    std::printf("| %s | %zu | %s | %s | %.2fx | %s |\n", j.label, p.ops.size(), tw::bench::seconds_text(t1).c_str(),
+                tw::bench::seconds_text(tn).c_str(), t1 / tn, one_json == all_json ? "yes" : "NO");
     std::fflush(stdout);
   }
   return 0;
