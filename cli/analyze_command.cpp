@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "tensorwire/launch/testbed.hpp"
 #include "tensorwire/profile/model.hpp"
 #include "tensorwire/profile/twin.hpp"
+#include "tensorwire/util/parallel.hpp"
 #include "tensorwire/view/diagnosis_input.hpp"
 
 namespace tw::cli {
@@ -87,7 +89,7 @@ std::optional<BucketJob> bucket_job(const Profile& p, std::string& why) {
 // simulated on the link model the diagnosis fitted (the median of its flows).
 // A twin is first simulated at its own buckets and set against the measured
 // iteration; the hint says how close it came. JSON null when there is no hint.
-nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& text, std::string& why) {
+nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, unsigned threads, std::string& text, std::string& why) {
   auto job = bucket_job(p, why);
   if (!job) return nullptr;
   std::vector<double> bps, path;
@@ -148,10 +150,17 @@ nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& te
   nlohmann::json tried = nlohmann::json::array();
   Bytes best = current;
   Nanos best_time = now;
-  for (const double size : {1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0}) {
-    const auto bytes = static_cast<Bytes>(size * mib);
-    const Nanos t = bytes == current ? now : simulated(bytes);
-    tried.push_back({{"bucket_mib", size}, {"iteration_ns", t}});
+  // The caps tried, each made and simulated on its own, in parallel.
+  constexpr std::array<double, 8> kCaps{1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0};
+  std::array<Nanos, kCaps.size()> at_cap{};
+  parallel_for(kCaps.size(), threads, [&](std::size_t k) {
+    const auto bytes = static_cast<Bytes>(kCaps[k] * mib);
+    at_cap[k] = bytes == current ? now : simulated(bytes);
+  });
+  for (std::size_t k = 0; k < kCaps.size(); ++k) {
+    const auto bytes = static_cast<Bytes>(kCaps[k] * mib);
+    const Nanos t = at_cap[k];
+    tried.push_back({{"bucket_mib", kCaps[k]}, {"iteration_ns", t}});
     if (t < best_time) best = bytes, best_time = t;
   }
   const double current_mib = static_cast<double>(current) / mib, best_mib = static_cast<double>(best) / mib;
@@ -188,9 +197,9 @@ nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, std::string& te
 
 // A profile whose metadata.generator was edited by hand gets no hint, not a
 // failed analysis. `why`: why there is none.
-nlohmann::json bucket_hint_or_none(const Profile& p, const Diagnosis& d, std::string& text, std::string& why) {
+nlohmann::json bucket_hint_or_none(const Profile& p, const Diagnosis& d, unsigned threads, std::string& text, std::string& why) {
   try {
-    return bucket_hint(p, d, text, why);
+    return bucket_hint(p, d, threads, text, why);
   } catch (const std::exception& e) {
     text.clear();
     why = e.what();
@@ -221,7 +230,7 @@ int analyze_command(const AnalyzeArgs& a) {
   }
   std::string hint;
   std::string no_hint;
-  j["hints"] = {{"bucket", bucket_hint_or_none(in.profile, d, hint, no_hint)}};
+  j["hints"] = {{"bucket", bucket_hint_or_none(in.profile, d, a.options.threads, hint, no_hint)}};
   if (j["hints"]["bucket"].is_null()) j["hints"]["bucket_none"] = no_hint;
   if (!a.json_out.empty()) write_file_atomic(a.json_out, json_text(j, 1) + "\n");
   if (a.json) {
@@ -387,7 +396,7 @@ void add_analyze_commands(CLI::App& app, Action& action) {
       ->check(CLI::Range(0.0, 1000.0));
   c->add_option("--warmup", a->options.warmup, "Iterations left out of the means")->capture_default_str();
   c->add_option("--threads", a->options.threads,
-                "Threads for the what-if simulations (default: one per core, as many as fit in 4 GiB; the results do not depend on it)")
+                "Threads for the what-if simulations and the fusion hint's (default: one per core, as many as fit in 4 GiB; the results do not depend on it)")
       ->check(CLI::Range(1U, 1024U));
   c->add_option("--link-rate", a->link_rate, "A profile without observed timings is simulated at this rate")->capture_default_str();
   c->add_option("--emit-mitigated", a->emit_mitigated,
