@@ -147,6 +147,10 @@ nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, unsigned thread
     }
   }
   const Nanos now = simulated(current);
+  if (threads == 0) {  // as many at once as fit, as the diagnosis's what-ifs
+    SynthOptions o = job->options;
+    threads = threads_for(8, what_if_bytes(synthesize_graph(job->model, o, link)), kWhatIfMemory);
+  }
   nlohmann::json tried = nlohmann::json::array();
   Bytes best = current;
   Nanos best_time = now;

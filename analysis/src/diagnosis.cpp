@@ -675,19 +675,15 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
     if (p.ops[o2].type == OpType::send) m.ideal.set_holds(o2, {m.ideal_hold[o2]}), m.ideal.set_paths(o2, {m.ideal_path[o2]});
   }
   apply_flows(m.ideal, m.ideal_flow);
-  {
-    // A what-if holds a copy of the graph and the simulation's own arrays
-    // (about 48 bytes an op, and 8 a dependency): as many at once as cores,
-    // within kWhatIfMemory.
-    const SimGraph& g = m.actual;
-    const std::size_t tables = g.durations.size() + g.gaps.size() + g.lags.size() + g.holds.size() + g.paths.size();
-    const std::size_t each = g.ops.size() * (sizeof(SimGraph::Node) + 48) + g.deps.size() * (sizeof(Dependency) + 8) +
-                             tables * sizeof(Nanos) + g.extras.size() * sizeof(SimGraph::NodeExtra);
-    m.threads = o.threads != 0 ? o.threads : threads_for(std::numeric_limits<std::size_t>::max(), each, kWhatIfMemory);
-  }
+  // A what-if holds a copy of the graph and the simulation's own arrays: as
+  // many at once as cores, within kWhatIfMemory.
+  const std::size_t each = what_if_bytes(m.actual);
+  m.threads = o.threads != 0 ? o.threads : threads_for(std::numeric_limits<std::size_t>::max(), each, kWhatIfMemory);
 
+  // The job as measured, its every op instance kept, beside the ideal.
   GraphSimRun actual_run;
-  m.parallel(2, [&](std::size_t j) {
+  const std::size_t kept = p.ops.size() * m.n * sizeof(SimInstance);
+  parallel_for(2, o.threads != 0 ? o.threads : threads_for(2, each + kept, kWhatIfMemory), [&](std::size_t j) {
     if (j == 0) d.simulated = m.mean(m.actual, &actual_run);
     else d.ideal = m.mean(m.ideal);
   });

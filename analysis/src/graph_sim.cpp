@@ -37,7 +37,7 @@ double GraphSimRun::mean_iteration(std::size_t from) const {
 namespace {
 
 constexpr Nanos kNever = std::numeric_limits<Nanos>::max();
-constexpr std::uint32_t kUnarmed = std::numeric_limits<std::uint32_t>::max();  // above any instance (iterations < 2^32 - 1)
+constexpr std::uint32_t kUnarmed = std::numeric_limits<std::uint32_t>::max();  // above any instance (instances < iterations <= 2^32 - 1)
 constexpr std::uint32_t kMostBack = std::numeric_limits<std::uint32_t>::max() >> 1;  // fits Successor::back_recv
 
 enum class Kind : std::uint8_t { compute_done, send_done, received, sent_and_received, wake_compute, wake_flow, transfer_begin, net_done };
@@ -754,6 +754,14 @@ class Engine {
 };
 
 }  // namespace
+
+std::size_t what_if_bytes(const SimGraph& g) {
+  // The engine: per op its state, successor row, place in its rank's list
+  // and queue entry (about 48 bytes), and a successor per dependency.
+  const std::size_t tables = g.durations.size() + g.gaps.size() + g.lags.size() + g.holds.size() + g.paths.size();
+  return g.ops.size() * (sizeof(SimGraph::Node) + 48) + g.deps.size() * (sizeof(Dependency) + sizeof(std::uint64_t)) +
+         tables * sizeof(Nanos) + g.extras.size() * sizeof(SimGraph::NodeExtra);
+}
 
 GraphSimRun simulate_graph(const SimGraph& graph, const GraphSimOptions& options) {
   Engine e(graph, options);

@@ -50,7 +50,7 @@ class Reader : public YamlReader {
   std::vector<bool> op_valid_;
   std::unordered_set<std::string> buckets_;
   std::unordered_set<std::string> broken_flows_;  // ids of flows reported as wrong
-  // False when 'ranks' itself was reported (not a list, too long): rank numbers
+  // False when 'ranks' itself was reported (missing, not a list, empty, too long): rank numbers
   // elsewhere are then not checked against a count that means nothing, which
   // would add an error per flow and per compute op to the one that matters.
   bool ranks_read_ = true;
@@ -107,15 +107,19 @@ void Reader::read_metadata(const Node* n, Metadata& m) {
 }
 
 void Reader::read_ranks(const Node* n, Profile& p) {
-  if (n != nullptr && n->kind == Kind::scalar) {
+  if (n == nullptr) {  // reported as a missing required field
+    ranks_read_ = false;
+    return;
+  }
+  if (n->kind == Kind::scalar) {
     // `ranks: 4`: a count where the list of ranks belongs.
     error(*n, "'ranks' must be a list of rank entries, got " + describe(*n) + " (for example: ranks: [{id: 0}, {id: 1}])");
     ranks_read_ = false;
     return;
   }
   const auto items = list(n, "'ranks'");
-  if (n != nullptr && n->kind != Kind::sequence) ranks_read_ = false;
-  if (n != nullptr && (n->kind == Kind::null || n->kind == Kind::sequence) && items.empty()) {
+  if (n->kind != Kind::sequence) ranks_read_ = false;
+  if ((n->kind == Kind::null || n->kind == Kind::sequence) && items.empty()) {
     error(*n, "'ranks' is empty: a profile needs at least one rank");
     ranks_read_ = false;
   }
@@ -485,8 +489,10 @@ void Reader::read_observed(const Node* n, Profile& p) {
       if (auto d = duration_field(g[0], what, "duration", 1, limits::kMaxDuration)) it.duration = *d;
       const auto ranks = list(g[1], what + ": 'ranks'");
       if (g[1] != nullptr && g[1]->kind == Kind::sequence && ranks.size() != p.ranks.size()) {
-        error(*g[1], what + ": 'ranks' has " + std::to_string(ranks.size()) + " entries, one per rank (" +
-                         std::to_string(p.ranks.size()) + ") is needed");
+        if (ranks_read_) {  // else the profile's own 'ranks' was reported
+          error(*g[1], what + ": 'ranks' has " + std::to_string(ranks.size()) + " entries, one per rank (" +
+                           std::to_string(p.ranks.size()) + ") is needed");
+        }
       } else {
         for (const Node& r : ranks) {
           if (auto d = duration_field(&r, what, "ranks", 1, limits::kMaxDuration)) it.rank_durations.push_back(*d);

@@ -141,10 +141,20 @@ TEST(GraphSim, AnOpsExtraTimesAreItsOwnAndChecked) {
     EXPECT_EQ(r.at(s, i).end, r.at(s, i).start + 20 * kMicro + kMilli) << i;
     EXPECT_EQ(r.at(s, i).received, r.at(s, i).end + 5 * kMicro) << i;
   }
-  EXPECT_EQ(base.extras.size(), 0u);  // the copy's, not the original's
-  EXPECT_EQ(simulate_graph(base, so).at(s, 0).end, plain.at(s, 0).end);
-  g.set_holds(s, {2 * kMilli});  // the measured hold replaces the flow's model
-  EXPECT_EQ(simulate_graph(g, so).at(s, 0).end - simulate_graph(g, so).at(s, 0).start, 20 * kMicro + 2 * kMilli);
+  EXPECT_EQ(simulate_graph(base, so).at(s, 0).end, plain.at(s, 0).end);  // the copy's, not the original's
+  SimGraph h = g;  // a copy changed leaves the graph it came from as it was
+  h.extra_for(s).prep = 0;
+  h.set_lags(s, {0});
+  EXPECT_EQ(g.extra(s).prep, 20 * kMicro);
+  EXPECT_EQ(g.lag(s, 1), 300 * kMicro);
+  EXPECT_EQ(h.lag(s, 1), 0);
+  g.set_holds(s, {2 * kMilli, 2 * kMilli});  // the measured hold replaces the flow's model
+  EXPECT_EQ(g.extra(s).hold_count, 1u);  // equal values: one entry
+  EXPECT_EQ(simulate_graph(g, so).at(s, 1).end - simulate_graph(g, so).at(s, 1).start, 20 * kMicro + 2 * kMilli);
+  g.set_holds(s, {0, 0});  // a measured hold of 0 is a hold, not the flow's model
+  EXPECT_EQ(simulate_graph(g, so).at(s, 1).end - simulate_graph(g, so).at(s, 1).start, 20 * kMicro);
+  g.set_gaps(s, {0, 0});  // no gap: no table
+  EXPECT_EQ(g.ops[s].gap_count, 0u);
   g.drop_measured_messages();
   EXPECT_EQ(simulate_graph(g, so).at(s, 0).end, r.at(s, 0).end);
   g.ops[s].extra = 7;

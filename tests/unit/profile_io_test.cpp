@@ -200,10 +200,16 @@ TEST(ProfileLoad, RejectsWrongTypesMissingAndUnknownFields) {
   EXPECT_EQ(problems(map_ranks),
             "t.yaml:3:8: 'ranks' must be a list, got a map\n"
             "t.yaml:5:31: unknown field 'colour' in flow entry 0\n");
+  // Nor for a missing 'ranks', or per-rank observed times that a count of
+  // nothing cannot match.
+  std::string no_ranks = scalar_ranks;
+  no_ranks.replace(no_ranks.find("ranks: 5\n"), 9, "");
+  no_ranks += "observed:\n  iterations: [{duration: 1ms, ranks: [1ms, 1ms]}]\n";
+  EXPECT_EQ(problems(no_ranks), "t.yaml:1:1: the profile is missing the required field 'ranks'\n");
   for (const char* empty : {"ranks:", "ranks: []"}) {
-    std::string no_ranks = scalar_ranks;
-    no_ranks.replace(no_ranks.find("ranks: 5"), 8, empty);
-    EXPECT_EQ(problems(no_ranks), "t.yaml:3:8: 'ranks' is empty: a profile needs at least one rank\n") << empty;
+    std::string empty_ranks = scalar_ranks;
+    empty_ranks.replace(empty_ranks.find("ranks: 5"), 8, empty);
+    EXPECT_EQ(problems(empty_ranks), "t.yaml:3:8: 'ranks' is empty: a profile needs at least one rank\n") << empty;
   }
   EXPECT_EQ(problems(with_line(10, "  - {id: c0, rank: 0, duration: 1ms}")),
             "t.yaml:10:5: op entry 0 is missing the required field 'type'\n");

@@ -4,13 +4,16 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tensorwire/util/heap.hpp"
@@ -196,24 +199,51 @@ TEST(ParallelFor, EveryPieceOnceOnAnyNumberOfThreads) {
   }
 }
 
-TEST(ParallelFor, TheFirstFailureIsRethrownAndTheRestSkipped) {
-  std::atomic<int> ran{0};
-  EXPECT_THROW(parallel_for(100000, 3,
-                            [&](std::size_t i) {
-                              ran.fetch_add(1);
-                              if (i == 10) throw std::runtime_error("piece 10");
-                            }),
-               std::runtime_error);
-  EXPECT_LT(ran.load(), 100000);
+TEST(ParallelFor, PiecesRunAtTheSameTime) {
+  // Piece 0 waits (at most 10 s) for piece 1 to begin: only a second thread can begin it.
+  std::atomic<bool> second{false};
+  bool waited_in_vain = false;
+  parallel_for(2, 2, [&](std::size_t i) {
+    if (i == 1) {
+      second = true;
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!second && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    waited_in_vain = !second;
+  });
+  EXPECT_FALSE(waited_in_vain);
+}
+
+TEST(ParallelFor, TheLowestFailureIsRethrownAndNoPieceBegunAfterIt) {
+  for (const unsigned threads : {1U, 3U}) {
+    std::atomic<int> ran{0};
+    try {
+      parallel_for(100000, threads, [&](std::size_t i) {
+        ran.fetch_add(1);
+        // Piece 20 fails later than piece 10 began: the one thread would meet 10's first.
+        if (i == 20) throw std::runtime_error("piece 20");
+        if (i == 10) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          throw std::runtime_error("piece 10");
+        }
+      });
+      ADD_FAILURE() << "no exception, " << threads << " threads";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "piece 10") << threads << " threads";
+    }
+    EXPECT_LT(ran.load(), 100000) << threads << " threads";
+  }
 }
 
 TEST(ParallelFor, ThreadsForCoresPiecesAndMemory) {
-  EXPECT_EQ(threads_for(1, 0, 0), 1U);
+  const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+  EXPECT_EQ(threads_for(1000, 0, 0), cores);  // no memory said: one per core
+  EXPECT_EQ(threads_for(1, 0, 0), 1U);  // no more than the pieces
   EXPECT_EQ(threads_for(0, 0, 0), 1U);
   EXPECT_EQ(threads_for(1000, 1 << 20, 0), 1U);  // no memory beside the first
-  EXPECT_LE(threads_for(1000, 1 << 20, 3 << 20), 4U);
-  EXPECT_GE(threads_for(1000, 1, std::size_t{1} << 40), 1U);
-  EXPECT_LE(threads_for(2, 1, std::size_t{1} << 40), 2U);
+  EXPECT_EQ(threads_for(1000, 1 << 20, (1 << 20) + 1), std::min(cores, 2U));  // room for one more
+  EXPECT_EQ(threads_for(1000, 1 << 20, std::size_t{1} << 40), cores);
 }
 
 }  // namespace

@@ -15,7 +15,11 @@ void parallel_for(std::size_t n, unsigned threads, const std::function<void(std:
   const std::size_t helpers = std::min<std::size_t>(threads, n) - 1;
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
+  // The failure of the lowest piece, as one thread would have met it first:
+  // pieces are taken in order, so every piece below a failed one was taken and
+  // runs to its end, and none is taken after a failure.
   std::exception_ptr first;
+  std::size_t first_at = n;
   std::mutex first_mutex;
   const auto run = [&] {
     for (std::size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < n;) {
@@ -23,17 +27,18 @@ void parallel_for(std::size_t n, unsigned threads, const std::function<void(std:
         work(i);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(first_mutex);
-        if (!first) first = std::current_exception();
+        if (i < first_at) first = std::current_exception(), first_at = i;
         failed.store(true, std::memory_order_relaxed);
       }
     }
   };
   std::vector<std::thread> pool;
-  pool.reserve(helpers);
   try {
+    pool.reserve(helpers);
     for (std::size_t k = 0; k < helpers; ++k) pool.emplace_back(run);
-  } catch (const std::system_error&) {
-    // No more threads to be had: those started and this one do the work.
+  } catch (...) {
+    // No more threads (or memory for them) to be had: those started and this
+    // one do the work.
   }
   run();
   for (std::thread& t : pool) t.join();

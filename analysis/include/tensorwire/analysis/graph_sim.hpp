@@ -71,6 +71,10 @@ struct GraphSimRun {
 
 // Throws std::runtime_error if the job deadlocks (naming a rank and what it waits
 // for), std::invalid_argument for a graph that is not consistent.
+// About the memory a simulation of g takes beside g, and a copy of g: what a
+// what-if on its own copy of a graph holds (for how many to run at once).
+std::size_t what_if_bytes(const SimGraph& g);
+
 GraphSimRun simulate_graph(const SimGraph& graph, const GraphSimOptions& options = {});
 
 }  // namespace tw

@@ -10,7 +10,8 @@ namespace tw {
 // Calls work(i) for every i in [0, n), on up to `threads` threads (the
 // caller's among them; 0: one per core), each taking the next i as it
 // finishes the one before. Returns once every call has returned. When calls
-// throw, the rest are skipped and the first exception is rethrown here.
+// throw, no further piece is begun, and the exception of the lowest piece that
+// threw is rethrown here: the one a single thread would have met first.
 // work(i) must only write what is its own (slot i of a result, say).
 void parallel_for(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& work);
 
