@@ -15,10 +15,11 @@
 #      bugs would be. The capture test preloads the ASan-built shim into
 #      /usr/bin/python3 behind the ASan runtime (tests/CMakeLists.txt sets
 #      TW_CAPTURE_LIB for it), with leak detection off for python's own leaks.
-#   4. tsan: build-tsan/ (Debug -O1, ThreadSanitizer, only tensorwire and
-#      replay_tests): the replay tests and the controller test, the code with threads
-#      (agent io and recorder threads, the control client and its agent thread);
-#      tests/tsan.supp lists each suppression and why it is not our bug.
+#   4. tsan: build-tsan/ (Debug -O1, ThreadSanitizer, only tensorwire, replay_tests
+#      and unit_tests): the replay tests and the controller test, the code with threads
+#      (agent io and recorder threads, the control client and its agent thread), and
+#      the unit tests of parallel_for and of the diagnosis's what-ifs on several
+#      threads; tests/tsan.supp lists each suppression and why it is not our bug.
 #   5. fuzz: build-fuzz/ (clang, libFuzzer): the profile loader and its observed
 #      sidecar, the frame and framing decoders, run directories (summary and records), capture directories
 #      (trace, pcap, Chrome trace) and the control messages, for TW_FUZZ_SECONDS
@@ -157,14 +158,15 @@ else
   fail "AddressSanitizer build"
 fi
 
-stage tsan "ThreadSanitizer: replay and controller tests"
-if build build-tsan "tensorwire replay_tests" "${sanitizer_flags[@]}" -DTW_TSAN=ON -DTW_SANITIZE=OFF; then
+stage tsan "ThreadSanitizer: replay and controller tests, the parallel what-ifs"
+if build build-tsan "tensorwire replay_tests unit_tests" "${sanitizer_flags[@]}" -DTW_TSAN=ON -DTW_SANITIZE=OFF; then
   fresh_reports build-tsan
   # A report neither stops nor changes the exit status of the process; each report
   # file is counted below instead, so every race is listed, not only the first.
   export TSAN_OPTIONS=halt_on_error=0:exitcode=0:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp:log_path=$root/build-tsan/sanitizer/tsan
   ctest_count build-tsan -L '^integration-replay$' -E "$measuring"
   ctest_count build-tsan -L '^integration-controller$'
+  ctest_count build-tsan -j "$jobs" -R '^(ParallelFor\.|Diagnosis\.TheWhatIfs)'
   unset TSAN_OPTIONS
   sanitizer_reports build-tsan
 else
