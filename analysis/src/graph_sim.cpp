@@ -757,10 +757,14 @@ class Engine {
 
 std::size_t what_if_bytes(const SimGraph& g) {
   // The engine: per op its state, successor row, place in its rank's list
-  // and queue entry (about 48 bytes), and a successor per dependency.
+  // and queue entry (about 48 bytes), a successor per dependency, and per rank
+  // its queues and iteration ends (about 1 KiB, and 8 bytes an iteration), per
+  // flow its queues.
   const std::size_t tables = g.durations.size() + g.gaps.size() + g.lags.size() + g.holds.size() + g.paths.size();
+  const std::size_t iterations = static_cast<std::size_t>(std::min<std::uint64_t>(g.iterations, std::uint64_t{1} << 32));
   return g.ops.size() * (sizeof(SimGraph::Node) + 48) + g.deps.size() * (sizeof(Dependency) + sizeof(std::uint64_t)) +
-         tables * sizeof(Nanos) + g.extras.size() * sizeof(SimGraph::NodeExtra);
+         tables * sizeof(Nanos) + g.extras.size() * sizeof(SimGraph::NodeExtra) +
+         static_cast<std::size_t>(g.ranks) * (1024 + 8 * iterations) + g.flows.size() * 256;
 }
 
 GraphSimRun simulate_graph(const SimGraph& graph, const GraphSimOptions& options) {
