@@ -24,7 +24,8 @@ struct Event {
 
 // The messages in flight and their rates: every rank's egress and ingress is
 // shared max-min fairly (progressive filling) among the messages crossing it, and
-// rates are worked out again whenever a message starts or ends. A message whose
+// rates are worked out again whenever messages start or end (once for all that
+// do at one instant, before the network is next asked about). A message whose
 // rate does not change keeps its anchor, so one message alone ends exactly
 // transfer_time() after it began, as the lower bound assumes.
 class Network {
@@ -43,19 +44,23 @@ class Network {
   explicit Network(RankLinks links) : links_(std::move(links)) {}
 
   bool empty() const { return active_.empty(); }
-  Nanos next_done() const {
-    Nanos t = std::numeric_limits<Nanos>::max();
-    for (const Transfer& x : active_) t = std::min(t, x.done);
-    return t;
+  Nanos next_done() {
+    settle();
+    return next_done_;
   }
 
+  // The rates are worked out again once for all the messages that start at one
+  // instant (a rank that starts N sends at once: one sharing, not N), when the
+  // network is next asked about.
   void start(const Transfer& t, Nanos now) {
+    if (pending_ && now != pending_at_) settle();
     active_.push_back(t);
-    reallocate(now);
+    pending_ = true, pending_at_ = now;
   }
 
   // Removes and returns the transfers done at `now`.
   std::vector<Transfer> finish(Nanos now) {
+    settle();
     std::vector<Transfer> done;
     for (std::size_t i = 0; i < active_.size();) {
       if (active_[i].done <= now) {
@@ -66,11 +71,19 @@ class Network {
         ++i;
       }
     }
-    reallocate(now);
+    pending_ = true, pending_at_ = now;
     return done;
   }
 
  private:
+  void settle() {
+    if (!pending_) return;
+    pending_ = false;
+    reallocate(pending_at_);
+    next_done_ = std::numeric_limits<Nanos>::max();
+    for (const Transfer& x : active_) next_done_ = std::min(next_done_, x.done);
+  }
+
   void reallocate(Nanos now) {
     const std::size_t n = links_.size();
     // Links 0..n-1 are egress, n..2n-1 ingress.
@@ -127,6 +140,9 @@ class Network {
 
   RankLinks links_;
   std::vector<Transfer> active_;
+  bool pending_ = false;  // active_ changed at pending_at_ since the last sharing
+  Nanos pending_at_ = 0;
+  Nanos next_done_ = std::numeric_limits<Nanos>::max();
 };
 
 // Each rank runs on its slice of the profile (its ops and the messages to it), as
