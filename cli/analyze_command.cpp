@@ -1,11 +1,13 @@
 // `tensorwire analyze SOURCE` (the diagnosis) and `tensorwire simulate PROFILE`
 // (the what-if simulator). docs/analysis.md describes both.
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -211,16 +213,50 @@ nlohmann::json bucket_hint_or_none(const Profile& p, const Diagnosis& d, unsigne
   }
 }
 
+// On a terminal, a line on stderr saying which what-ifs run and how many are
+// done, rewritten in place and cleared before anything else is printed: a
+// diagnosis runs well over a hundred whole-job simulations, tens of seconds for
+// a large job. Nothing when stderr is not a terminal.
+class ProgressLine {
+ public:
+  ProgressLine() : on_(::isatty(STDERR_FILENO) == 1) {}
+  ~ProgressLine() { clear(); }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  void operator()(const char* stage, std::size_t done, std::size_t total) {
+    if (!on_) return;
+    if (total == 0) fmt::print(stderr, "\ranalyze: {}\033[K", stage);
+    else fmt::print(stderr, "\ranalyze: what-ifs of {}: {} of {}\033[K", stage, done, total);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear() {
+    if (!shown_) return;
+    fmt::print(stderr, "\r\033[K");
+    std::fflush(stderr);
+    shown_ = false;
+  }
+
+ private:
+  bool on_;
+  bool shown_ = false;
+};
+
 int analyze_command(const AnalyzeArgs& a) {
   const DiagnosisInput in = view::diagnosis_input(a.sources, rate_option("--link-rate", a.link_rate));
+  ProgressLine progress;
+  DiagnosisOptions options = a.options;
+  options.progress = [&](const char* stage, std::size_t done, std::size_t total) { progress(stage, done, total); };
   const Diagnosis d = [&] {
     try {
-      return diagnose(in, a.options);
+      return diagnose(in, options);
     } catch (const std::exception& e) {  // nothing to analyse in it, or a simulation that stalls: say which source
+      progress.clear();
       throw std::runtime_error(in.source + ": " + e.what());
     }
   }();
   nlohmann::json j = diagnosis_json(d, in.profile);
+  progress.clear();
   std::string mitigation;
   if (!a.emit_mitigated.empty()) {
     std::string why;
@@ -234,7 +270,9 @@ int analyze_command(const AnalyzeArgs& a) {
   }
   std::string hint;
   std::string no_hint;
+  progress("the fusion hint's bucket caps", 0, 0);
   j["hints"] = {{"bucket", bucket_hint_or_none(in.profile, d, a.options.threads, hint, no_hint)}};
+  progress.clear();
   if (j["hints"]["bucket"].is_null()) j["hints"]["bucket_none"] = no_hint;
   if (!a.json_out.empty()) write_file_atomic(a.json_out, json_text(j, 1) + "\n");
   if (a.json) {

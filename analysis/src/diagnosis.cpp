@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <stdexcept>
 #include <tuple>
@@ -295,9 +296,20 @@ struct Model {
   std::vector<std::size_t> role_of_rank;  // [rank]: its role's index in roles
 
   unsigned threads = 1;  // for the what-ifs: parallel()
+  const DiagnosisOptions* options = nullptr;
 
-  // work(0 .. n-1), each a what-if on its own copy of a graph, on `threads`.
-  void parallel(std::size_t n, const std::function<void(std::size_t)>& work) const { parallel_for(n, threads, work); }
+  // work(0 .. n-1), each a what-if on its own copy of a graph, on `threads`;
+  // the stage's progress told as each ends.
+  void parallel(const char* stage, std::size_t n, const std::function<void(std::size_t)>& work, unsigned on = 0) const {
+    std::mutex told;
+    std::size_t done = 0;
+    parallel_for(n, on != 0 ? on : threads, [&](std::size_t i) {
+      work(i);
+      if (options == nullptr || !options->progress) return;
+      const std::lock_guard<std::mutex> lock(told);
+      options->progress(stage, ++done, n);
+    });
+  }
 
   Nanos mean(const SimGraph& g, GraphSimRun* keep = nullptr) const {
     GraphSimOptions so;
@@ -683,10 +695,11 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
   // The job as measured, its every op instance kept, beside the ideal.
   GraphSimRun actual_run;
   const std::size_t kept = p.ops.size() * m.n * sizeof(SimInstance);
-  parallel_for(2, o.threads != 0 ? o.threads : threads_for(2, each + kept, kWhatIfMemory), [&](std::size_t j) {
+  m.options = &o;
+  m.parallel("the job as measured and ideal", 2, [&](std::size_t j) {
     if (j == 0) d.simulated = m.mean(m.actual, &actual_run);
     else d.ideal = m.mean(m.ideal);
-  });
+  }, o.threads != 0 ? o.threads : threads_for(2, each + kept, kWhatIfMemory));
   d.sim_error = d.measured > 0 ? static_cast<double>(d.simulated - d.measured) / static_cast<double>(d.measured) : 0;
   d.reproduces = std::abs(d.sim_error) <= 0.10;
   if (!d.reproduces) {
@@ -786,7 +799,7 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
   // Two simulations per rank tried (its impact on the ideal, the job without
   // it), each on its own copy of the graph, in parallel.
   const std::size_t tried = std::min(order.size(), kWhatIfs);
-  m.parallel(2 * tried, [&](std::size_t j) {
+  m.parallel("ranks", 2 * tried, [&](std::size_t j) {
     Straggler& s = d.stragglers[order[j / 2]];
     if (rank_all[s.rank].empty()) return;
     const bool impact = j % 2 == 0;
@@ -877,7 +890,7 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
     const double ra = a.peers_bps > 0 ? a.rate_bps / a.peers_bps : 1, rb = b.peers_bps > 0 ? b.rate_bps / b.peers_bps : 1;
     return ra < rb;
   });
-  m.parallel(2 * std::min(d.links.size(), kWhatIfs), [&](std::size_t j) {
+  m.parallel("host pairs", 2 * std::min(d.links.size(), kWhatIfs), [&](std::size_t j) {
     SlowLink& l = d.links[j / 2];
     const bool impact = j % 2 == 0;
     SimGraph g = impact ? m.ideal : m.actual;
@@ -929,7 +942,7 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
       // here, so the iteration's compute share against one half.
       (s >= 0.5 ? v.iterations_compute : v.iterations_communication) += 1;
     }
-    m.parallel(2, [&](std::size_t j) {
+    m.parallel("the verdict", 2, [&](std::size_t j) {
       SimGraph g = m.actual;
       if (j == 0) {
         for (FlowModel& f : g.flows) f.bps = 1e18, f.per_message = 0, f.latency = 0, f.read_lag = 0, f.path_bps = 0;
@@ -991,7 +1004,7 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
     // One simulation per tensor and factor, in parallel.
     const std::size_t factors = o.compress_factors.size();
     for (Compression& c : d.compression) c.saving.assign(factors, 0);
-    m.parallel(d.compression.size() * factors, [&](std::size_t j) {
+    m.parallel("compression", d.compression.size() * factors, [&](std::size_t j) {
       Compression& c = d.compression[j / factors];
       const double k = o.compress_factors[j % factors];
       SimGraph g = shared;

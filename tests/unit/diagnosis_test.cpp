@@ -431,7 +431,22 @@ TEST(Diagnosis, TheWhatIfsGiveTheSameAnswerOnAnyNumberOfThreads) {
   for (unsigned threads : {2U, 5U, 64U}) {
     DiagnosisOptions many = one;
     many.threads = threads;
+    // Progress is told one call at a time, each stage counting up to its total.
+    std::map<std::string, std::pair<std::size_t, std::size_t>> told;  // stage: last done, total
+    bool in_call = false, overlapped = false, out_of_order = false;
+    many.progress = [&](const char* stage, std::size_t done, std::size_t total) {
+      overlapped = overlapped || in_call;
+      in_call = true;
+      auto& [last, of] = told[stage];
+      out_of_order = out_of_order || done != last + 1 || (of != 0 && of != total);
+      last = done, of = total;
+      in_call = false;
+    };
     EXPECT_EQ(diagnosis_json(diagnose(in, many), p).dump(), expected) << threads << " threads";
+    EXPECT_FALSE(overlapped);
+    EXPECT_FALSE(out_of_order);
+    EXPECT_EQ(told.count("compression"), 1u);
+    for (const auto& [stage, at] : told) EXPECT_EQ(at.first, at.second) << stage;
   }
 }
 

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -71,6 +72,9 @@ struct DiagnosisOptions {
   // Threads for the what-if simulations (each on its own copy of the graph);
   // 0: one per core, as many as fit in kWhatIfMemory. The results do not depend on it.
   unsigned threads = 0;
+  // Told after each what-if of a stage ends (the stage's name, those done, its
+  // count), one call at a time, from whichever thread ran it: for a progress line.
+  std::function<void(const char* stage, std::size_t done, std::size_t total)> progress;
 };
 inline constexpr std::size_t kWhatIfMemory = std::size_t{4} << 30;
 
