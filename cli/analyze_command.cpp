@@ -87,6 +87,9 @@ std::optional<BucketJob> bucket_job(const Profile& p, std::string& why) {
   return j;
 }
 
+// The bucket caps the fusion hint tries, MiB.
+constexpr std::array<double, 8> kCaps{1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0};
+
 // The fusion hint: the job made again with buckets of 1 to 200 MiB and
 // simulated on the link model the diagnosis fitted (the median of its flows).
 // A twin is first simulated at its own buckets and set against the measured
@@ -119,11 +122,13 @@ nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, unsigned thread
   };
   FlowModel link;
   link.bps = med(bps), link.per_message = med(pm), link.latency = med(lat), link.path_bps = med(path);
-  const auto simulated = [&](Bytes bucket) {
+  const auto graph_at = [&](Bytes bucket) {
     SynthOptions o = job->options;
     o.bucket_bytes = bucket;
-    return static_cast<Nanos>(std::llround(simulate_graph(synthesize_graph(job->model, o, link)).mean_iteration(1)));
+    return synthesize_graph(job->model, o, link);
   };
+  const auto mean_of = [](const SimGraph& g) { return static_cast<Nanos>(std::llround(simulate_graph(g).mean_iteration(1))); };
+  const auto simulated = [&](Bytes bucket) { return mean_of(graph_at(bucket)); };
   const double mib = static_cast<double>(kMiB);
   const Bytes current = job->options.bucket_bytes;
   // A twin's forward (and its backward, twice that) is fitted by bisection so
@@ -148,16 +153,17 @@ nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, unsigned thread
       at_forward(lo + (hi - lo) / 2);
     }
   }
-  const Nanos now = simulated(current);
-  if (threads == 0) {  // as many at once as fit, as the diagnosis's what-ifs
-    SynthOptions o = job->options;
-    threads = threads_for(8, what_if_bytes(synthesize_graph(job->model, o, link)), kWhatIfMemory);
+  Nanos now = 0;
+  {
+    const SimGraph g = graph_at(current);
+    now = mean_of(g);
+    // As many caps at once as fit, as the diagnosis's what-ifs.
+    if (threads == 0) threads = threads_for(kCaps.size(), what_if_bytes(g), kWhatIfMemory);
   }
   nlohmann::json tried = nlohmann::json::array();
   Bytes best = current;
   Nanos best_time = now;
   // The caps tried, each made and simulated on its own, in parallel.
-  constexpr std::array<double, 8> kCaps{1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0};
   std::array<Nanos, kCaps.size()> at_cap{};
   parallel_for(kCaps.size(), threads, [&](std::size_t k) {
     const auto bytes = static_cast<Bytes>(kCaps[k] * mib);

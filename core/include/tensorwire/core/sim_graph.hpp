@@ -70,23 +70,17 @@ struct SimGraph {
   std::vector<FlowModel> flows;
   RankLinks rank_links;  // empty: a flow is limited by its own rate only
 
-  // Entry i of a table of `count` entries that repeats (count > 0). Tables
-  // are mostly one entry or one per iteration: no division for them (a 64-bit
-  // one per lookup was a third of the simulator's time on a measured profile).
-  static std::uint64_t cycle(std::uint64_t i, std::uint32_t count) {
-    return count == 1 ? 0 : i < count ? i : i % count;
-  }
   Nanos duration(OpIndex op, std::uint64_t iteration) const {
     const Node& n = ops[op];
-    return n.dur_count == 0 ? 0 : durations[n.dur_begin + cycle(iteration, n.dur_count)];
+    return n.dur_count == 0 ? 0 : durations[n.dur_begin + iteration % n.dur_count];
   }
   Nanos gap(OpIndex op, std::uint64_t iteration) const {
     const Node& n = ops[op];
-    return n.gap_count == 0 ? 0 : gaps[n.gap_begin + cycle(iteration, n.gap_count)];
+    return n.gap_count == 0 ? 0 : gaps[n.gap_begin + iteration % n.gap_count];
   }
   Nanos lag(OpIndex op, std::uint64_t iteration) const {
     const NodeExtra& x = extra(op);
-    return x.lag_count == 0 ? 0 : lags[x.lag_begin + cycle(iteration, x.lag_count)];
+    return x.lag_count == 0 ? 0 : lags[x.lag_begin + iteration % x.lag_count];
   }
   // An op's extra: the defaults (all 0) when it has none.
   const NodeExtra& extra(OpIndex op) const {
@@ -114,7 +108,7 @@ struct SimGraph {
   void set_holds(OpIndex op, const std::vector<Nanos>& per_iteration);  // empty: the flow's model
   void set_paths(OpIndex op, const std::vector<Nanos>& per_iteration);
   static Nanos cyclic(const std::vector<Nanos>& table, std::uint32_t begin, std::uint32_t count, std::uint64_t i) {
-    return count == 0 ? 0 : table[begin + cycle(i, count)];
+    return count == 0 ? 0 : table[begin + i % count];
   }
 };
 
