@@ -40,10 +40,9 @@ int main(int argc, char** argv) {
   std::printf("The kernel zeroing those pages as they are first touched was most of the time at 1024 ranks (perf: 33%%\n");
   std::printf("of this benchmark's samples). A node now keeps what only some ops have (measured lags, holds, paths,\n");
   std::printf("compression costs) beside it (56 bytes, was 96), and the simulation's per-op state and successor lists\n");
-  std::printf("take 16 and 8 bytes, not 24 and 12, without temporary arrays (2026-12-06, same machine, alternating runs\n");
-  std::printf("of the two builds): the whole benchmark's peak memory went from 3.52 to 2.28 GB, and the 1024-rank row\n");
-  std::printf("from 13.64-14.74 s (3 runs of the old build) to 6.52 s (one run). The table is of the build of its date,\n");
-  std::printf("which has more changes of the same day (a send due at once goes straight among its flow's due sends).\n\n");
+  std::printf("take 16 and 8 bytes, not 24 and 12, without temporary arrays (2026-12-06, same machine, one run of the\n");
+  std::printf("build before and one of the build of this table, one after the other, 1-minute load 0.30 at the start):\n");
+  std::printf("the whole benchmark's peak memory went from 3.52 to 2.28 GB, and the 1024-rank row from 12.22 s to 7.24 s.\n\n");
   std::printf("| ranks | ops | events | make the graph | simulate | events/s | heap floor | Executor-based | total (target < 10 s at 1024) |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const std::uint32_t n : {4u, 16u, 64u, 256u, 1024u}) {
