@@ -36,6 +36,10 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
   app->add_flag("--realtime", a.realtime,
                 "Run each agent's I/O threads at real-time priority (SCHED_FIFO) where permitted (root or CAP_SYS_NICE): "
                 "a tighter start on a core of its own; with --spin-us, a spinning agent keeps its core");
+  app->add_option("--congestion-control", a.congestion_control,
+                  "TCP congestion control of every data connection, e.g. cubic or bbr (default: each host's own, "
+                  "net.ipv4.tcp_congestion_control). Results say which one the flows used. Setting one the host does not "
+                  "allow (net.ipv4.tcp_allowed_congestion_control) takes CAP_NET_ADMIN");
   app->add_option("--connect-timeout", a.connect_timeout_s, "Seconds to get every flow connected (run: longer when more than 16 agents a core share this machine)")->capture_default_str();
   app->add_option("--idle-timeout", a.idle_timeout_s, "Seconds without progress before giving up")->capture_default_str();
 }

@@ -765,6 +765,41 @@ TEST(Replay, AStreamOfSmallMessagesKeepsItsTransmitTimestamps) {
   }
 }
 
+// --congestion-control reaches every data socket: the summaries read it back
+// from them. reno is built into every Linux, and is no host's default here. A
+// name the host lacks stops every agent before anything connects, saying so.
+TEST(Replay, TheCongestionControlChosenIsTheDataSocketsOwn) {
+  const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
+  const Profile p = load(profile);
+  TempDir dir;
+  const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + dir.path() + " --iterations 2 --congestion-control reno",
+                    dir.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const RankId rank : {0, 1}) {
+    std::ifstream in(run_dir::summary_file(dir.path(), rank));
+    EXPECT_EQ(nlohmann::json::parse(in).at("options").at("congestion_control"), "reno") << "rank " << rank;
+  }
+  const RunCheck c = check(p, dir.path(), {2, false, 50 * kMicro});
+  EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
+  // Without the option, each socket keeps the host's default.
+  TempDir plain;
+  ASSERT_EQ(run(kBinary + " replay --local 2 " + profile + " --out " + plain.path() + " --iterations 1", plain.path()).status, 0);
+  std::string host_default;
+  std::getline(std::ifstream("/proc/sys/net/ipv4/tcp_congestion_control"), host_default);
+  std::ifstream in(run_dir::summary_file(plain.path(), 0));
+  EXPECT_EQ(nlohmann::json::parse(in).at("options").at("congestion_control"), host_default);
+
+  TempDir bad;
+  const Ran missing = run(kBinary + " replay --local 2 " + profile + " --out " + bad.path() + " --congestion-control nosuchcc", bad.path());
+  EXPECT_EQ(missing.status, 1) << missing.output;
+  EXPECT_NE(missing.output.find("rank 0: --congestion-control: 'nosuchcc' is not available on this host (it has: "), std::string::npos)
+      << missing.output;
+  const Ran malformed = run(kBinary + " replay --local 2 " + profile + " --out " + bad.path() + " --congestion-control 'a b'", bad.path());
+  EXPECT_EQ(malformed.status, 1) << malformed.output;
+  EXPECT_NE(malformed.output.find("--congestion-control 'a b': a congestion control's name is letters, digits"), std::string::npos)
+      << malformed.output;
+}
+
 TEST(Replay, AKilledPeerMakesTheOtherExitWithAClearError) {
   TempDir dir;
   Pair pair(dir.path());

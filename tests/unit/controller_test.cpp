@@ -122,6 +122,21 @@ TEST(Control, SettingsRoundTripAndBadFieldsAreNamed) {
   EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
   j["read_gap_ns"] = -1;
   EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
+  // The congestion control travels as a name the kernel could know, or empty.
+  s.congestion_control = "cubic";
+  EXPECT_EQ(run_settings_from_json(to_json(s)).congestion_control, "cubic");
+  j = to_json(s);
+  j.erase("congestion_control");  // from a controller before it: each host's default
+  EXPECT_EQ(run_settings_from_json(j).congestion_control, "");
+  j["congestion_control"] = "cubic; rm -rf /";
+  try {
+    run_settings_from_json(j);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "settings: \"congestion_control\": a congestion control's name is letters, digits, '_' and '-'");
+  }
+  j["congestion_control"] = std::string(16, 'a');
+  EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
 }
 
 TEST(Control, TokensAndAddresses) {

@@ -80,6 +80,11 @@ TEST(RunSettings, RejectsOptionsOutOfRangeNamingThem) {
   o = {};
   o.idle_timeout_s = 0;
   EXPECT_EQ(message(o), "--idle-timeout must be from 0 to 86400 seconds");
+  o = {};
+  o.congestion_control = "c u b i c";
+  EXPECT_EQ(message(o), "--congestion-control 'c u b i c': a congestion control's name is letters, digits, '_' and '-'");
+  o.congestion_control = "cubic";
+  EXPECT_EQ(make_run_settings(p, o, {}).congestion_control, "cubic");
   EXPECT_THROW(seconds_option(86401, "--timeout"), std::invalid_argument);
   EXPECT_EQ(seconds_option(0.5, "--timeout"), 500 * kMilli);
 }
@@ -98,6 +103,11 @@ TEST(RunSettings, AgentArgumentsCarryTheOptions) {
   const auto gap = std::find(args.begin(), args.end(), "--read-gap-us");
   ASSERT_NE(gap, args.end());
   EXPECT_EQ(*std::next(gap), "0");
+  o.congestion_control = "reno";
+  const auto with_cc = agent_arguments(o, {.local_agents = 4, .cores = 2});
+  const auto cc = std::find(with_cc.begin(), with_cc.end(), "--congestion-control");
+  ASSERT_NE(cc, with_cc.end());
+  EXPECT_EQ(*std::next(cc), "reno");
 }
 
 TEST(RunSettings, HeartbeatStretchesWithTheAgentsPerCoreOfThisMachine) {

@@ -1,4 +1,6 @@
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -19,6 +21,7 @@
 #include "tensorwire/util/heap.hpp"
 #include "tensorwire/util/parallel.hpp"
 #include "tensorwire/util/system_call.hpp"
+#include "tensorwire/util/tcp_congestion.hpp"
 #include "tensorwire/util/temp_dir.hpp"
 #include "tensorwire/util/unique_fd.hpp"
 
@@ -244,6 +247,41 @@ TEST(ParallelFor, ThreadsForCoresPiecesAndMemory) {
   EXPECT_EQ(threads_for(1000, 1 << 20, 0), 1U);  // no memory beside the first
   EXPECT_EQ(threads_for(1000, 1 << 20, (1 << 20) + 1), std::min(cores, 2U));  // room for one more
   EXPECT_EQ(threads_for(1000, 1 << 20, std::size_t{1} << 40), cores);
+}
+
+// The kernel's own answers on a real socket: reno is built into every Linux, a
+// made-up name is on none.
+TEST(TcpCongestion, SetsReadsAndExplainsARefusal) {
+  EXPECT_EQ(congestion_name_problem("cubic"), "");
+  EXPECT_EQ(congestion_name_problem("bbr_v2-x"), "");
+  EXPECT_NE(congestion_name_problem(""), "");
+  EXPECT_NE(congestion_name_problem(std::string(16, 'a')), "");
+  EXPECT_NE(congestion_name_problem("a/b"), "");
+  const UniqueFd fd(::socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_TRUE(fd);
+  const auto before = congestion_control(fd.get());
+  ASSERT_TRUE(before.has_value());
+  EXPECT_FALSE(before->empty());
+  EXPECT_EQ(set_congestion_control(fd.get(), "reno"), "");
+  EXPECT_EQ(congestion_control(fd.get()), "reno");
+  const std::string why = set_congestion_control(fd.get(), "nosuchcc");
+  EXPECT_NE(why.find("'nosuchcc' is not available on this host (it has: "), std::string::npos) << why;
+  EXPECT_NE(why.find("reno"), std::string::npos) << why;
+  EXPECT_EQ(congestion_control(fd.get()), "reno");  // a refusal changes nothing
+  EXPECT_EQ(probe_congestion_control("reno"), "reno");
+  EXPECT_EQ(probe_congestion_control(""), *before);
+  try {
+    probe_congestion_control("nosuchcc");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--congestion-control: 'nosuchcc' is not available", 0), 0u) << e.what();
+  }
+  const UniqueFd udp(::socket(AF_INET, SOCK_DGRAM, 0));
+  EXPECT_FALSE(congestion_control(udp.get()).has_value());
+  EXPECT_TRUE(paces("bbr"));
+  EXPECT_TRUE(paces("bbr2"));
+  EXPECT_FALSE(paces("cubic"));
+  EXPECT_FALSE(paces("reno"));
 }
 
 }  // namespace

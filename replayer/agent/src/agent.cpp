@@ -33,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "clock.hpp"
@@ -51,6 +52,7 @@
 #include "tensorwire/net/admission.hpp"
 #include "tensorwire/net/listener.hpp"
 #include "tensorwire/net/task.hpp"
+#include "tensorwire/util/tcp_congestion.hpp"
 
 namespace tw {
 
@@ -81,7 +83,8 @@ class Listed {
 
 class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
  public:
-  Agent(const Profile& p, const AgentConfig& c, UniqueFd listen_fd)
+  // `congestion`: the algorithm the data sockets will use (probe_congestion_control()).
+  Agent(const Profile& p, const AgentConfig& c, UniqueFd listen_fd, std::string congestion)
       : p_(p),
         c_(c),
         rank_(c.rank),
@@ -96,7 +99,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         watchdog_(ctx_),
         signals_(ctx_, SIGINT, SIGTERM),
         recorder_(run_dir::records_file(c.out_dir, c.rank), threads_, &c.ops, &c.flows, most_records(p, c.rank, iterations_)),
-        connector_(p, c.flows, c.roster, c.rank, digest_, [this](const std::string& m) { log(m); }) {
+        congestion_(std::move(congestion)),
+        connector_(p, c.flows, c.roster, c.rank, digest_, [this](const std::string& m) { log(m); }, c.congestion_control) {
     recv_seen_.assign(p_.ops.size(), 0);
     slot_of_flow_.assign(p_.flows.size(), -1);
     for (std::size_t t = 1; t < threads_; ++t) workers_.push_back(std::make_unique<Worker>(*this, t));
@@ -439,6 +443,9 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       const auto& me = c_.roster.ranks.at(rank_);
       acceptor_.emplace(net::open_listener(ctx_, me.host, me.port, who()));
     }
+    // Connections accepted start with it (FlowConnector::answer sets it again
+    // where this did not take).
+    if (!c_.congestion_control.empty()) set_congestion_control(acceptor_->native_handle(), c_.congestion_control);
     spawn(accept_loop());
   }
 
@@ -464,6 +471,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     const auto flow = co_await connector_.answer(sock, [this](FlowIndex f) { return incoming(f).connected(); });
     ticket.release();
     if (!flow || !error_.empty()) co_return;
+    note_congestion(sock);
     const std::size_t t = in_thread_[static_cast<std::size_t>(slot_of_flow_[*flow])];
     IncomingFlow& in = incoming(*flow);
     in.adopt(rehome(std::move(sock), t), peer);
@@ -474,6 +482,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   asio::awaitable<void> connect_flow(OutgoingFlow& o) {
     tcp::socket sock = co_await connector_.dial(o.flow(), steady_at(setup_deadline_), c_.connect_timeout);
     if (!error_.empty()) co_return;
+    note_congestion(sock);
     const auto& e = c_.roster.ranks.at(p_.flows[o.flow()].dst);
     TxStampPolicy stamps;
     stamps.on = c_.tx_timestamps;
@@ -484,6 +493,12 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     const std::string why = o.attach(rehome(std::move(sock), t), e.host + ":" + std::to_string(e.port), stamps);
     if (!why.empty()) log(flow_text(p_, o.flow()) + ": no transmit timestamps (" + why + ")");
     check_connected();
+  }
+
+  // What the summary says of the data sockets' congestion control is read back
+  // from them, not taken from the option.
+  void note_congestion(tcp::socket& sock) {
+    if (auto cc = congestion_control(sock.native_handle())) flow_congestion_.insert(*cc);
   }
 
   void check_connected() {
@@ -718,6 +733,13 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     s.io_threads = c_.io_threads;
     s.realtime = c_.realtime;
     s.realtime_applied = realtime_applied_;
+    // The data sockets' (outgoing ones are the sender's, which decides), or what
+    // a socket of this host would use when none connected.
+    s.congestion_control = congestion_;
+    if (!flow_congestion_.empty()) {
+      s.congestion_control.clear();
+      for (const auto& cc : flow_congestion_) s.congestion_control += (s.congestion_control.empty() ? "" : ", ") + cc;
+    }
     s.pinned_cores = pinned_cores_;
     for (const auto& w : workers_) {
       if (w->cpu >= 0) s.pinned_cores.push_back(w->cpu);
@@ -754,6 +776,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   asio::steady_timer watchdog_;
   asio::signal_set signals_;
   Recorder recorder_;
+  std::string congestion_;  // the data sockets' congestion control (--congestion-control or the host's)
+  std::set<std::string> flow_congestion_;  // read back from each data socket once connected
   FlowConnector connector_;
   std::optional<tcp::acceptor> acceptor_;
   std::vector<std::byte> payload_;
@@ -836,7 +860,14 @@ void run_agent(const Profile& profile, AgentConfig& config) {
   if (ec) throw std::runtime_error(config.out_dir + ": cannot create: " + ec.message());
   // Wake-ups as close to the deadline as the kernel allows.
   ::prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-  Agent agent(profile, config, std::move(listen_fd));
+  // Before anything connects: a choice this host cannot make fails here, once.
+  std::string congestion;
+  try {
+    congestion = probe_congestion_control(config.congestion_control);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("rank " + std::to_string(config.rank) + ": " + e.what());
+  }
+  Agent agent(profile, config, std::move(listen_fd), std::move(congestion));
   agent.run();
 }
 

@@ -14,6 +14,7 @@
 
 #include "clock.hpp"
 #include "within.hpp"
+#include "tensorwire/util/tcp_congestion.hpp"
 #include "tensorwire/util/token.hpp"
 #include "tensorwire/core/frame.hpp"
 #include "tensorwire/net/listener.hpp"
@@ -53,8 +54,8 @@ std::string flow_text(const Profile& p, FlowIndex f) {
 }
 
 FlowConnector::FlowConnector(const Profile& profile, const IndexMap& flows, const Roster& roster, RankId rank, std::uint64_t digest,
-                             Log log)
-    : p_(profile), flows_(flows), roster_(roster), rank_(rank), digest_(digest), log_(std::move(log)) {}
+                             Log log, std::string congestion)
+    : p_(profile), flows_(flows), roster_(roster), rank_(rank), digest_(digest), log_(std::move(log)), congestion_(std::move(congestion)) {}
 
 std::string FlowConnector::flow_text(FlowIndex f) const { return tw::flow_text(p_, f); }
 
@@ -74,9 +75,23 @@ asio::awaitable<tcp::socket> FlowConnector::dial(FlowIndex flow, std::chrono::st
       co_return std::nullopt;
     }
     tcp::socket sock(ex);
-    error_code ec = co_await within(sock, kConnectTimeout, [&] {
-      return asio::async_connect(sock, results, asio::as_tuple(asio::use_awaitable));
-    });
+    error_code ec = asio::error::host_not_found;
+    for (const auto& entry : results) {
+      // The congestion control before the connection exists: set on a connected
+      // socket, it would inherit state from the default's start (BBR leaves its
+      // socket paced by the kernel, whatever the algorithm after it).
+      sock.close(ec);
+      sock.open(entry.endpoint().protocol(), ec);
+      if (ec) break;
+      if (!congestion_.empty()) {
+        // The agent tried it on a socket before connecting anything (probe_congestion_control).
+        if (auto why = set_congestion_control(sock.native_handle(), congestion_); !why.empty()) {
+          throw std::runtime_error(who + "--congestion-control: " + why);
+        }
+      }
+      ec = co_await within(sock, kConnectTimeout, [&] { return sock.async_connect(entry.endpoint(), asio::as_tuple(asio::use_awaitable)); });
+      if (!ec) break;
+    }
     if (ec) {
       last_error = ec.message();
       co_return std::nullopt;
@@ -151,6 +166,12 @@ asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& soc
   }
   if (ec) co_return std::nullopt;
   sock.set_option(tcp::no_delay(true), ec);
+  if (!congestion_.empty() && congestion_control(sock.native_handle()) != congestion_) {
+    // What matters is the sender's; the receiving side's only sends acknowledgements.
+    if (auto why = set_congestion_control(sock.native_handle(), congestion_); !why.empty()) {
+      log_("--congestion-control on the connection from " + peer + ": " + why);
+    }
+  }
   co_return flow;
 }
 

@@ -25,7 +25,9 @@ class FlowConnector {
   // `profile`, `flows` and `roster` must outlive the connector; `flows` maps the
   // profile's flows to the whole profile's, whose indices the hellos carry (the
   // profile may be a slice). `log` gets the refusals of connections dialled in.
-  FlowConnector(const Profile& profile, const IndexMap& flows, const Roster& roster, RankId rank, std::uint64_t digest, Log log);
+  // `congestion`: each data socket's TCP congestion control; empty: the host's.
+  FlowConnector(const Profile& profile, const IndexMap& flows, const Roster& roster, RankId rank, std::uint64_t digest, Log log,
+                std::string congestion = {});
 
   // Dials the receiving rank of `flow` until it accepts or `deadline` passes,
   // retrying with backoff. Throws std::runtime_error naming the flow and the peer
@@ -49,6 +51,7 @@ class FlowConnector {
   RankId rank_;
   std::uint64_t digest_;
   Log log_;
+  std::string congestion_;
 };
 
 // "flow ID (rank S -> rank D)", as errors name a flow.

@@ -12,6 +12,7 @@
 #include "clock.hpp"
 #include "copy_alignment.hpp"
 #include "flow_connector.hpp"
+#include "tensorwire/util/tcp_congestion.hpp"
 
 namespace tw {
 
@@ -35,6 +36,8 @@ void IncomingFlow::adopt(tcp::socket sock, std::string peer) {
   peer_ = std::move(peer);
   error_code ec;
   sock_->non_blocking(true, ec);
+  const auto cc = congestion_control(sock_->native_handle());
+  use_low_water_ = cc && paces(*cc);
 }
 
 void IncomingFlow::read() { wait_readable(); }
@@ -178,14 +181,26 @@ bool IncomingFlow::keep_looking() {
   return false;
 }
 
-// Before a wait: wake when the rest of the message being received is there, or
-// kLowWater of it, and at the first byte between messages. One wake-up and one
-// full read per 128 KiB instead of one per few segments: on one host (loopback,
-// veth) a single flow of 8 MiB messages moved about a third more (paired runs,
-// docs/BENCHMARKS.md, Data plane). The kernel wakes the flow anyway when its receive window or
-// memory runs short, or at the peer's FIN. A message's first and last bytes are
-// read as they come, so its timestamps do not move.
+// Before a wait, where the connection paces its sender (use_low_water_): wake
+// when the rest of the message being received is there, or kLowWater of it, and
+// at the first byte between messages. One wake-up and one full read per 128 KiB
+// instead of one per paced burst. The kernel wakes the flow anyway when its
+// receive window or memory runs short, or at the peer's FIN. A message's first
+// and last bytes are read as they come, so its timestamps do not move.
+// Only with a pacing algorithm: while fewer bytes than the mark wait, Linux
+// acknowledges every arrival of more than a segment at once (__tcp_ack_snd_check,
+// "If application uses SO_RCVLOWAT"). Paced bytes arrive a burst at a time and
+// are acknowledged about as often without the mark, so the mark saves wake-ups
+// for nothing; bursts (cubic) queue up while a reader wakes, and the mark
+// doubles their acknowledgements. On one host, where both are paid on the
+// sender's core (Intel Xeon machine, 2026-12-06, paired rounds, docs/BENCHMARKS.md):
+// under BBR the mark took four flows of 8 MiB messages from 30-37 Gb/s to 45-57
+// (3 of 3) and one flow of 1 MiB messages from a median 43 to 50 (4 of 5); under
+// cubic it took one flow from 62-65 Gb/s to 52-54 (3 of 3), and a blocking pair
+// of 1 MiB messages from 60-64 to 55-59 with 11-12 acknowledgements a message
+// against 6.
 void IncomingFlow::set_low_water(int fd) {
+  if (!use_low_water_) return;
   const std::uint64_t rest = decoder_.payload_remaining();
   const int want = static_cast<int>(std::clamp<std::uint64_t>(rest, 1, kLowWater));
   if (want == low_water_) return;

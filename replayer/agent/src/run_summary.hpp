@@ -36,6 +36,7 @@ struct RunSummary {
   std::vector<int> pinned_cores;  // of the I/O threads (--pin); empty: not pinned
   bool realtime = false;  // asked for; realtime_applied: granted
   bool realtime_applied = false;
+  std::string congestion_control;  // the data sockets' (TCP_CONGESTION)
 
   std::string json() const;  // the file's text
   // Writes json() to `path` atomically; throws std::runtime_error on failure.

@@ -8,6 +8,7 @@
 
 #include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/protocol/control_messages.hpp"
+#include "tensorwire/util/tcp_congestion.hpp"
 
 namespace tw {
 
@@ -70,6 +71,12 @@ RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, c
   s.io_threads = o.io_threads;
   s.pin = o.pin;
   s.realtime = o.realtime;
+  if (!o.congestion_control.empty()) {
+    if (auto bad = congestion_name_problem(o.congestion_control); !bad.empty()) {
+      throw std::invalid_argument("--congestion-control '" + o.congestion_control + "': " + bad);
+    }
+  }
+  s.congestion_control = o.congestion_control;
   s.connect_timeout = seconds_option(o.connect_timeout_s, "--connect-timeout") * static_cast<Nanos>(crowding_factor(where));
   s.idle_timeout = seconds_option(o.idle_timeout_s, "--idle-timeout");
   return s;
@@ -88,6 +95,7 @@ std::vector<std::string> agent_arguments(const ReplayOptions& o, const RunPlacem
   if (o.io_threads != 1) args.insert(args.end(), {"--io-threads", std::to_string(o.io_threads)});
   if (o.pin) args.push_back("--pin");
   if (o.realtime) args.push_back("--realtime");
+  if (!o.congestion_control.empty()) args.insert(args.end(), {"--congestion-control", o.congestion_control});
   if (o.delay_us > 0) args.insert(args.end(), {"--delay-us", fmt::format("{}", o.delay_us)});
   if (o.iterations > 0) args.insert(args.end(), {"--iterations", std::to_string(o.iterations)});
   return args;

@@ -1,5 +1,7 @@
 #include "tensorwire/protocol/run_settings.hpp"
 
+#include "tensorwire/util/tcp_congestion.hpp"
+
 #include <stdexcept>
 #include <string>
 
@@ -29,6 +31,7 @@ nlohmann::json to_json(const RunSettings& s) {
           {"read_gap_ns", s.read_gap},        {"delay_ns", s.delay},              {"tx_timestamps", s.tx_timestamps},
           {"tx_stamp_every", s.tx_stamp_every}, {"tx_sched", to_string(s.tx_sched)},
           {"io_threads", s.io_threads},       {"pin", s.pin},                   {"realtime", s.realtime},
+          {"congestion_control", s.congestion_control},
           {"connect_timeout_ns", s.connect_timeout}, {"idle_timeout_ns", s.idle_timeout}};
 }
 
@@ -63,6 +66,13 @@ RunSettings run_settings_from_json(const nlohmann::json& j) {
   s.io_threads = field<std::uint32_t>(j, "io_threads");
   s.pin = field<bool>(j, "pin");
   s.realtime = field<bool>(j, "realtime");
+  // Optional: a controller from before it sends none (each host's default).
+  if (j.contains("congestion_control")) s.congestion_control = field<std::string>(j, "congestion_control");
+  if (!s.congestion_control.empty()) {
+    if (auto bad = congestion_name_problem(s.congestion_control); !bad.empty()) {
+      throw std::runtime_error("settings: \"congestion_control\": " + bad);
+    }
+  }
   s.connect_timeout = field<Nanos>(j, "connect_timeout_ns");
   s.idle_timeout = field<Nanos>(j, "idle_timeout_ns");
   if (s.open_loop && s.open_loop_period <= 0) throw std::runtime_error("settings: open loop without a period");

@@ -40,6 +40,9 @@ struct RunSettings {
   std::uint32_t io_threads = 1;  // I/O threads per agent, its flows spread over them
   bool pin = false;       // each I/O thread on a core of its own (chosen by rank)
   bool realtime = false;  // I/O threads at SCHED_FIFO, where permitted
+  // Every data socket's TCP congestion control (TCP_CONGESTION); empty: each
+  // host's default.
+  std::string congestion_control;
   Nanos connect_timeout = 30 * kSecond;
   Nanos idle_timeout = 60 * kSecond;
 };
