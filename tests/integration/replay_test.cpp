@@ -19,7 +19,6 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -794,8 +793,8 @@ TEST(Replay, TheCongestionControlChosenIsTheDataSocketsOwn) {
   const Ran missing = run(kBinary + " replay --local 2 " + profile + " --out " + bad.path() + " --congestion-control nosuchcc", bad.path());
   EXPECT_EQ(missing.status, 1) << missing.output;
   // Whichever agent says so first: the run then stops the others.
-  EXPECT_TRUE(std::regex_search(missing.output,
-                                std::regex(R"(rank [01]: --congestion-control: 'nosuchcc' is not available on this host \(it has: )")))
+  const std::string refused = ": --congestion-control: 'nosuchcc' is not available on this host (it has: ";
+  EXPECT_TRUE(missing.output.find("rank 0" + refused) != std::string::npos || missing.output.find("rank 1" + refused) != std::string::npos)
       << missing.output;
   const Ran malformed = run(kBinary + " replay --local 2 " + profile + " --out " + bad.path() + " --congestion-control 'a b'", bad.path());
   EXPECT_EQ(malformed.status, 1) << malformed.output;
