@@ -28,23 +28,9 @@ A=$NAME-h0 B=$NAME-h1
 # Whatever happens, the testbed goes (also one a crashed run left).
 trap '"$tw" testbed down --name $NAME > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
 "$tw" testbed down --name $NAME > /dev/null 2>&1 || true
-# The namespaces' default congestion control. A namespace may only take an
-# algorithm that the host allows to everyone (net.ipv4.tcp_allowed_congestion_control,
-# which is the host's own): the host's list is widened for the moment the
-# namespaces take it, then put back. Every socket made in them then starts with it,
-# the baselines' included (iperf3 -C sets it on a connected socket, where BBR's
-# start has already made the socket paced by the kernel: in 3 runs under -C cubic,
-# iperf3 moved 19-33 Gb/s with one flow, against 64-71 under a cubic namespace).
+# Both hosts' congestion control (lib.sh, namespace_cc).
 CC=${CC:-cubic}
-set_cc() {  # NAME: both hosts' default
-  local allowed
-  allowed=$(sysctl -n net.ipv4.tcp_allowed_congestion_control)
-  case " $allowed " in *" $1 "*) ;; *) sysctl -qw net.ipv4.tcp_allowed_congestion_control="$allowed $1" ;; esac
-  local ok=0
-  ip netns exec $A sysctl -qw net.ipv4.tcp_congestion_control="$1" && ip netns exec $B sysctl -qw net.ipv4.tcp_congestion_control="$1" || ok=1
-  sysctl -qw net.ipv4.tcp_allowed_congestion_control="$allowed"
-  return $ok
-}
+set_cc() { namespace_cc "$1" $A $B; }
 "$tw" testbed up --hosts 2 --name $NAME > /dev/null
 set_cc "$CC"
 address() { "$tw" testbed status --name $NAME --json | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['host_list'][$1]['address'])"; }

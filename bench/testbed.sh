@@ -2,7 +2,9 @@
 # Replay throughput across the namespace testbed (through the bridge), against
 # iperf3 between the same namespaces in the same run; and the clock-sync error
 # bounds of agents in the testbed (one kernel clock: the true offset is zero).
-# Usage: bench/testbed.sh BUILD_DIR > fragment.md   (root)
+# Both hosts run the TCP congestion control CC (default cubic), agents and iperf3
+# alike (lib.sh, namespace_cc).
+# Usage: [CC=NAME] bench/testbed.sh BUILD_DIR > fragment.md   (root)
 set -euo pipefail
 build=$(realpath "$1")
 tw=$build/cli/tensorwire
@@ -14,6 +16,8 @@ REPS=${REPS:-5}
 
 "$tw" testbed down --name $NAME > /dev/null 2>&1 || true
 "$tw" testbed up --hosts 2 --name $NAME > /dev/null
+CC=${CC:-cubic}
+namespace_cc "$CC" $NAME-h0 $NAME-h1
 A1=$("$tw" testbed status --name $NAME --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["host_list"][1]["address"])')
 
 stream() {  # SIZE COUNT FLOWS
@@ -39,7 +43,8 @@ echo "## Testbed"
 echo
 echo "Two hosts of the namespace testbed (\`tensorwire testbed up --hosts 2\`, no shaping),"
 echo "traffic through the bridge; \`tensorwire run --testbed 2\` (controller in the root"
-echo "namespace, one agent per host) against \`iperf3 -N\` between the same namespaces."
+echo "namespace, one agent per host) against \`iperf3 -N\` between the same namespaces,"
+echo "both hosts under the TCP congestion control $CC (Data plane, above)."
 echo "Receiver-side rate, median of $REPS runs (range), alternating; each ratio the median"
 echo "(range) of the ratios of a run to the iperf3 run beside it."
 echo
@@ -64,8 +69,9 @@ for spec in "8MiB 1500 1" "8MiB 384 4"; do
 done
 table_load
 echo
-echo "A ratio above 100% is no win: iperf3's receiver wakes for every few segments that"
-echo "arrive, an agent's incoming flow for 128 KiB (Data plane, above)."
+echo "A ratio above 100% is no win: iperf3 -P drives its streams from one thread a side, and"
+echo "under a pacing congestion control an agent's incoming flow wakes for 128 KiB where"
+echo "iperf3's receiver wakes for every few segments (Data plane, above)."
 echo
 b=$(printf '%s\n' "${bounds[@]}" | awk '{print $1}')
 o=$(printf '%s\n' "${bounds[@]}" | awk '{print $2}')
