@@ -12,8 +12,6 @@
 // (128 KiB), rather than each message in one call.
 // LOWAT: the receiver sets SO_RCVLOWAT to that many bytes, as the agents do (one
 // wake-up per LOWAT bytes rather than per few segments).
-// TCP_CC in the environment: that TCP congestion control on the socket, before
-// it listens or connects (as the agents' --congestion-control).
 // send-paced is the baseline of the start-precision benchmark: each message is due
 // GAP_US after the previous write returned; the loop sleeps (clock_nanosleep) until
 // SPIN_US before that, spins on the clock to it, and writes. It prints the start
@@ -40,15 +38,6 @@
 #include "copy_alignment.hpp"
 #include "tx_timestamps.hpp"
 
-// TCP_CC, if set, on `fd`; false when the kernel refuses it.
-static bool congestion_from_env(int fd) {
-  const char* cc = std::getenv("TCP_CC");
-  if (cc == nullptr || *cc == '\0') return true;
-  if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, static_cast<socklen_t>(std::strlen(cc))) == 0) return true;
-  std::fprintf(stderr, "blocking_pair: TCP_CC=%s: %s\n", cc, std::strerror(errno));
-  return false;
-}
-
 int main(int argc, char** argv) {
   if (argc < 5) {
     std::fprintf(stderr, "usage: blocking_pair recv PORT SIZE COUNT [LOWAT] | send HOST PORT SIZE COUNT [CHUNK] | send-stamped HOST PORT SIZE COUNT | send-paced HOST PORT SIZE COUNT GAP_US SPIN_US\n");
@@ -60,7 +49,6 @@ int main(int argc, char** argv) {
     const std::size_t size = std::strtoull(argv[3], nullptr, 10);
     const std::size_t count = std::strtoull(argv[4], nullptr, 10);
     const int ls = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (!congestion_from_env(ls)) return 1;
     const int one = 1;
     ::setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in sa{};
@@ -102,7 +90,6 @@ int main(int argc, char** argv) {
   const std::size_t size = std::strtoull(argv[4], nullptr, 10);
   const std::size_t count = std::strtoull(argv[5], nullptr, 10);
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (!congestion_from_env(fd)) return 1;
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   sockaddr_in sa{};

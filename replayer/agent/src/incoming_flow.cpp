@@ -36,6 +36,9 @@ void IncomingFlow::adopt(tcp::socket sock, std::string peer) {
   peer_ = std::move(peer);
   error_code ec;
   sock_->non_blocking(true, ec);
+  // The receiving socket's algorithm stands for the sender's, which decides how
+  // the bytes arrive: the same under --congestion-control, and otherwise each
+  // host's default (the hosts of a cluster usually share one).
   const auto cc = congestion_control(sock_->native_handle());
   use_low_water_ = cc && paces(*cc);
 }

@@ -135,7 +135,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   std::atomic<bool> eof_{false};
   std::uint64_t messages_ = 0, bytes_ = 0;
   int low_water_ = 1;  // the socket's SO_RCVLOWAT
-  bool use_low_water_ = false;  // the connection's congestion control paces (set_low_water())
+  bool use_low_water_ = false;  // this socket's congestion control paces (adopt(), set_low_water())
   Nanos dry_since_ = 0;  // when the socket was last found empty, 0 once read from
   bool small_ = true;  // the last message was smaller than kGatherBelow (too_soon())
   Sightings sightings_;  // while a read waits out the gap (sight())
