@@ -158,7 +158,7 @@ nlohmann::json bucket_hint(const Profile& p, const Diagnosis& d, unsigned thread
     const SimGraph g = graph_at(current);
     now = mean_of(g);
     // As many caps at once as fit, as the diagnosis's what-ifs.
-    if (threads == 0) threads = threads_for(kCaps.size(), what_if_bytes(g), kWhatIfMemory);
+    threads = what_if_threads(threads, kCaps.size(), what_if_bytes(g));
   }
   nlohmann::json tried = nlohmann::json::array();
   Bytes best = current;

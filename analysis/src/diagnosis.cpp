@@ -382,6 +382,10 @@ RankLinks fitted_links(const Profile& p, const Timeline& t, std::size_t from) {
 
 }  // namespace
 
+unsigned what_if_threads(unsigned asked, std::size_t n, std::size_t each) {
+  return asked != 0 ? asked : threads_for(n, each, kWhatIfMemory);
+}
+
 Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
   const Profile& p = in.profile;
   const Timeline& t = in.measured;
@@ -690,7 +694,7 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
   // A what-if holds a copy of the graph and the simulation's own arrays: as
   // many at once as cores, within kWhatIfMemory.
   const std::size_t each = what_if_bytes(m.actual);
-  m.threads = o.threads != 0 ? o.threads : threads_for(std::numeric_limits<std::size_t>::max(), each, kWhatIfMemory);
+  m.threads = what_if_threads(o.threads, std::numeric_limits<std::size_t>::max(), each);
 
   // The job as measured, its every op instance kept, beside the ideal.
   GraphSimRun actual_run;
@@ -699,7 +703,7 @@ Diagnosis diagnose(const DiagnosisInput& in, const DiagnosisOptions& o) {
   m.parallel("the job as measured and ideal", 2, [&](std::size_t j) {
     if (j == 0) d.simulated = m.mean(m.actual, &actual_run);
     else d.ideal = m.mean(m.ideal);
-  }, o.threads != 0 ? o.threads : threads_for(2, each + kept, kWhatIfMemory));
+  }, what_if_threads(o.threads, 2, each + kept));
   d.sim_error = d.measured > 0 ? static_cast<double>(d.simulated - d.measured) / static_cast<double>(d.measured) : 0;
   d.reproduces = std::abs(d.sim_error) <= 0.10;
   if (!d.reproduces) {

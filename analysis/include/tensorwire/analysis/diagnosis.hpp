@@ -77,6 +77,9 @@ struct DiagnosisOptions {
   std::function<void(const char* stage, std::size_t done, std::size_t total)> progress;
 };
 inline constexpr std::size_t kWhatIfMemory = std::size_t{4} << 30;
+// Threads for `n` what-ifs of `each` bytes of memory: `asked` unless it is 0,
+// else one per core, no more than n, as many as fit in kWhatIfMemory.
+unsigned what_if_threads(unsigned asked, std::size_t n, std::size_t each);
 
 struct FlowFit {
   double bps = 0;  // rate while the flow holds a message
