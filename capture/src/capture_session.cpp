@@ -16,6 +16,7 @@
 #include "tensorwire/capture/wire_tap.hpp"
 #include "tensorwire/util/realtime.hpp"
 #include "tensorwire/core/capture_dir.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/trace.hpp"
 #include "tensorwire/launch/child_process.hpp"
@@ -55,9 +56,8 @@ int CaptureSession::run() {
   ::close(claim);
   const Nanos t0 = realtime_ns();
   // Until the job has run, readers of the directory see that it is running.
-  write_file_atomic(session_file_, nlohmann::json{{"command", o_.command}, {"started_ns", t0}, {"host", host_}, {"pid", pid},
-                                                  {"wire", {{"mode", o_.wire}, {"error", "the capture is still running"}}}}
-                                           .dump(2) + "\n");
+  write_file_atomic(session_file_, json_text(nlohmann::json{{"command", o_.command}, {"started_ns", t0}, {"host", host_}, {"pid", pid},
+                                                  {"wire", {{"mode", o_.wire}, {"error", "the capture is still running"}}}}, 2) + "\n");
   wire_ = {{"mode", o_.wire}};
   std::unique_ptr<WireTap> tap;
   SpawnOptions so;
@@ -107,7 +107,7 @@ int CaptureSession::run() {
                std::strerror(ENOSPC));
   }
   try {
-    write_file_atomic(session_file_, j.dump(2) + "\n");
+    write_file_atomic(session_file_, json_text(j, 2) + "\n");
   } catch (const std::exception& e) {
     fmt::print(stderr, "tensorwire capture: {}; the capture in {} is incomplete\n", e.what(), dir_);
   }

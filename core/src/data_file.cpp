@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -50,8 +51,39 @@ std::string json_error_text(const nlohmann::json::exception& e) {
   return what.starts_with("[json.exception.") && at != std::string::npos ? what.substr(at + 2) : what;
 }
 
+namespace {
+
+std::string one_line(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+void write_json(const nlohmann::json& j, std::size_t indent, std::size_t depth, std::string& out) {
+  if (!j.is_structured() || j.empty() ||
+      (j.is_array() && std::none_of(j.begin(), j.end(), [](const nlohmann::json& e) { return e.is_structured(); }))) {
+    out += one_line(j);
+    return;
+  }
+  const bool object = j.is_object();
+  out += object ? "{\n" : "[\n";
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it != j.begin()) out += ",\n";
+    out.append((depth + 1) * indent, ' ');
+    if (object) {
+      out += one_line(nlohmann::json(it.key()));
+      out += ": ";
+    }
+    write_json(*it, indent, depth + 1, out);
+  }
+  out += '\n';
+  out.append(depth * indent, ' ');
+  out += object ? '}' : ']';
+}
+
+}  // namespace
+
 std::string json_text(const nlohmann::json& j, int indent) {
-  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (indent < 0) return one_line(j);
+  std::string out;
+  write_json(j, static_cast<std::size_t>(indent), 0, out);
+  return out;
 }
 
 std::string path_named_by(const std::string& by, const std::string& named) {

@@ -191,5 +191,42 @@ TEST(Records, RecordsThatDoNotFitTheProfileOrTheFileAreRefused) {
   EXPECT_EQ(changed(send([](SendRecord& y) { y.ready = std::int64_t{1} << 62; })), "record 1: ready 4611686018427387904 is no time");
 }
 
+// Output keeps dump(indent)'s layout but for arrays of scalars, a line each, and
+// reads back as the same value.
+TEST(JsonText, ArraysOfScalarsStayOnALine) {
+  using nlohmann::json;
+  const auto j = json::parse(R"({"rank": 1, "iteration_times_ns": [[10, 20], [30, 40]], "none": [], "empty": {},
+                                 "options": {"name": "a\"b\u00e9", "ratio": 0.25, "on": true, "gone": null},
+                                 "mixed": [1, [2], {"k": "v"}]})");
+  EXPECT_EQ(json_text(j, 2),
+            "{\n"
+            "  \"empty\": {},\n"
+            "  \"iteration_times_ns\": [\n"
+            "    [10,20],\n"
+            "    [30,40]\n"
+            "  ],\n"
+            "  \"mixed\": [\n"
+            "    1,\n"
+            "    [2],\n"
+            "    {\n"
+            "      \"k\": \"v\"\n"
+            "    }\n"
+            "  ],\n"
+            "  \"none\": [],\n"
+            "  \"options\": {\n"
+            "    \"gone\": null,\n"
+            "    \"name\": \"a\\\"b\u00e9\",\n"
+            "    \"on\": true,\n"
+            "    \"ratio\": 0.25\n"
+            "  },\n"
+            "  \"rank\": 1\n"
+            "}");
+  EXPECT_EQ(json::parse(json_text(j, 2)), j);
+  EXPECT_EQ(json::parse(json_text(j, 1)), j);
+  EXPECT_EQ(json_text(json(3), 2), "3");
+  EXPECT_EQ(json_text(json::array({1, "x"}), 2), "[1,\"x\"]");
+  EXPECT_EQ(json_text(json{{"a", json::array({1, 2})}}, 1), "{\n \"a\": [1,2]\n}");
+}
+
 }  // namespace
 }  // namespace tw

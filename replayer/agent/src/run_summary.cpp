@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 
 namespace tw {
@@ -28,7 +29,7 @@ std::string RunSummary::json() const {
                   {"tx_timestamps", tx_timestamps}, {"tx_stamp_every", tx_stamp_every}, {"tx_sched_flows", tx_sched_flows},
                   {"io_threads", io_threads}, {"pinned_cores", pinned_cores}, {"realtime", realtime},
                   {"realtime_applied", realtime_applied}, {"congestion_control", congestion_control}};
-  return j.dump(2) + "\n";
+  return json_text(j, 2) + "\n";
 }
 
 void RunSummary::write(const std::string& path) const { write_file_atomic(path, json()); }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "tensorwire/core/binary_file.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/records.hpp"
 #include "tensorwire/core/run_dir.hpp"
@@ -94,7 +95,7 @@ void merge_summary(const std::string& raw, const std::string& out, const ClockTr
   j["clock"]["bound_ns"] = clock.max_bound();
   j["clock"]["drift_ns"] = clock.drift();
   j["host"] = host;
-  write_file_atomic(out, j.dump(2) + "\n");
+  write_file_atomic(out, json_text(j, 2) + "\n");
 }
 
 }  // namespace

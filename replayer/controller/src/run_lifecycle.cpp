@@ -21,6 +21,7 @@
 #include "tensorwire/controller/run_progress.hpp"
 #include "tensorwire/controller/run_status.hpp"
 #include "tensorwire/core/frame.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_slice.hpp"
 #include "tensorwire/core/run_dir.hpp"
@@ -165,9 +166,9 @@ class RunLifecycle final : public Session::Handler {
       return {beast::http::status::ok, "text/plain; version=0.0.4", metrics_text(o_.run_id, p_.flows, flow_bytes_, progress_, joined(), status().agents)};
     }
     if (path == "/api/runs") {
-      return {beast::http::status::ok, "application/json", nlohmann::json::array({run_brief_json(status(), progress_)}).dump(2) + "\n"};
+      return {beast::http::status::ok, "application/json", json_text(nlohmann::json::array({run_brief_json(status(), progress_)}), 2) + "\n"};
     }
-    if (path == "/api/runs/" + o_.run_id) return {beast::http::status::ok, "application/json", status_json().dump(2) + "\n"};
+    if (path == "/api/runs/" + o_.run_id) return {beast::http::status::ok, "application/json", json_text(status_json(), 2) + "\n"};
     return {beast::http::status::not_found, "text/plain", "no such endpoint\n"};
   }
 
@@ -745,7 +746,7 @@ class RunLifecycle final : public Session::Handler {
     j["setup_bytes"] = {{"profile", profile_bytes_}, {"sent", setup_bytes_}};
     j["time_scale"] = o_.time_scale;
     try {
-      write_file_atomic(run_dir::run_file(o_.out_dir), j.dump(2) + "\n");
+      write_file_atomic(run_dir::run_file(o_.out_dir), json_text(j, 2) + "\n");
     } catch (const std::exception& e) {
       if (!failure_) failure_ = Failure{3, realtime_ns(), e.what()};
     }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/launch/testbed.hpp"
 
 namespace tw {
@@ -179,7 +180,7 @@ std::string testbed_spec_json(const TestbedSpec& s) {
   nlohmann::json pairs = nlohmann::json::array();
   for (const PairShape& p : s.pairs) pairs.push_back({{"a", p.a}, {"b", p.b}, {"rate_bps", p.rate}, {"delay_ns", p.delay}});
   j["pairs"] = std::move(pairs);
-  return j.dump(2) + "\n";
+  return json_text(j, 2) + "\n";
 }
 
 TestbedSpec testbed_spec_from_json(const std::string& text) {

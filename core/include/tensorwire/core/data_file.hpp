@@ -51,9 +51,13 @@ std::string json_string(const nlohmann::json& j, std::string_view key, const std
 // The text of a JSON library error without its "[json.exception.type_error.302] " tag.
 std::string json_error_text(const nlohmann::json::exception& e);
 
-// JSON text of `j` for output (indent as nlohmann::json::dump). Strings that are
-// not UTF-8 (names taken from a traced job, for one) come out with U+FFFD in
-// place of their bad bytes instead of failing the whole output.
+// JSON text of `j` for output, without a final newline: on one line (indent -1),
+// or as nlohmann::json::dump(indent) lays it out (an object's member or an
+// array's element a line) except that an array of scalars (numbers, strings,
+// booleans, nulls) stays on one line: a run's summary lists each iteration's
+// [start, end], at a line each instead of four (200 000 iterations: 9.4 MB, not
+// 13.2). Strings that are not UTF-8 (names taken from a traced job, for one) come
+// out with U+FFFD in place of their bad bytes instead of failing the whole output.
 std::string json_text(const nlohmann::json& j, int indent = -1);
 
 // Runs f(); a JSON library error it throws (a field of the wrong type) becomes
