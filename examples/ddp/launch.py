@@ -6,7 +6,7 @@ RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT, GLOO_SOCKET_IFNAME=lo.
 Each rank gets --log DIR/rank-R.jsonl before the script options.
 Exits non-zero if any rank fails or the job exceeds the timeout (then all ranks
 are killed). Without --port, the port is one that nothing holds, below the
-kernel's ephemeral range, with the three after it free too."""
+kernel's ephemeral range where that leaves room, with the three after it free too."""
 import argparse
 import os
 import random
@@ -25,9 +25,17 @@ def free_port(span=4):
             low = int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         low = 32768
-    top = low - span if low - span > 20000 else 40000
+    # Where the ephemeral range leaves no room below it, anywhere above the
+    # privileged ports: a connection may then take the port first, and the
+    # master fails to bind (an error, not a hang).
+    if low - span > 20000:
+        bottom, top = 20000, low - span
+    elif low - span > 1024:
+        bottom, top = 1024, low - span
+    else:
+        bottom, top = 1024, 65535 - span
     for _ in range(200):
-        base = random.randint(20000, top)
+        base = random.randint(bottom, top)
         try:
             for port in range(base, base + span):
                 with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
