@@ -17,23 +17,22 @@ import time
 
 
 def free_port(span=4):
-    """A port, with the span-1 after it, that nothing holds now and that no
-    outgoing connection will take: below the kernel's ephemeral range (an
-    outgoing connection can hold any port inside it; Debian's is 32768-60999)."""
+    """A port, with the span-1 after it, that nothing holds now and, where
+    the kernel's ephemeral range leaves at least 1000 ports below it, that no
+    outgoing connection will take: one below that range (an outgoing connection
+    can hold any port inside it; Debian's is 32768-60999)."""
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
             low = int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         low = 32768
-    # Where the ephemeral range leaves no room below it, anywhere above the
+    # Where the ephemeral range leaves less room below it, anywhere above the
     # privileged ports: a connection may then take the port first, and the
     # master fails to bind (an error, not a hang).
-    if low - span > 20000:
-        bottom, top = 20000, low - span
-    elif low - span > 1024:
-        bottom, top = 1024, low - span
-    else:
-        bottom, top = 1024, 65535 - span
+    top = low - span
+    bottom = 20000 if top - 20000 >= 1000 else 1024
+    if top - bottom < 1000:
+        bottom, top = 1024, 65536 - span
     for _ in range(200):
         base = random.randint(bottom, top)
         try:

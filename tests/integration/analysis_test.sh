@@ -42,11 +42,11 @@ EOF
 # pair of an unshaped ring now and then ran at a third of the others' rate for
 # part of a run (BBR's slow pacing states on the bridge, docs/BENCHMARKS.md), and
 # a clean run's simulation came out 12% off the measured iteration (once, 2026-12-06).
-CC=(--congestion-control cubic)
+RUN_CC=(--congestion-control cubic)
 replay() {  # OUT PROFILE [run options]
   local out=$1 profile=$2
   shift 2
-  "$TW" run "$profile" --testbed 4 --name $NAME --keep --quiet --out "$out" "${CC[@]}" "$@" > "$out.log" 2>&1 &&
+  "$TW" run "$profile" --testbed 4 --name $NAME --keep --quiet --out "$out" "${RUN_CC[@]}" "$@" > "$out.log" 2>&1 &&
     "$TW" analyze "$out" --threshold 0.2 --json --json-out "$out.analysis.json" > /dev/null
 }
 
@@ -204,7 +204,7 @@ ALLOWED=""
 # same shaped testbed; its measured gain is printed next to the predicted one.
 mitigated() {
   "$TW" analyze ring-pair --threshold 0.2 --emit-mitigated ring-mitigated.yaml --json > ring-pair.mitigation.json || return 1
-  "$TW" run ring-mitigated.yaml --testbed 4 --name $NAME --keep --quiet --out ring-mitigated "${CC[@]}" > ring-mitigated.log 2>&1 || return 1
+  "$TW" run ring-mitigated.yaml --testbed 4 --name $NAME --keep --quiet --out ring-mitigated "${RUN_CC[@]}" > ring-mitigated.log 2>&1 || return 1
   "$TW" analyze ring-mitigated --json > ring-mitigated.analysis.json || return 1
   $PY - <<'EOF' | tee mitigation.txt
 import json
