@@ -729,9 +729,11 @@ PACED=${PACED:-bbr}
 if [ "$PACED" = "$CC" ] || ! set_cc "$PACED" 2> /dev/null; then
   echo "Not measured: this host has no $PACED other than the tables' own."
 else
-  echo "The rows above that the congestion control moves most, with both hosts under $PACED"
-  echo "(this machine's own default), agents and baselines alike; median of $REPS runs"
-  echo "(range), ratios paired, the runs alternating."
+  own=""
+  [ "$(sysctl -n net.ipv4.tcp_congestion_control)" = "$PACED" ] && own=" (this machine's own default)"
+  echo "The rows above that the congestion control moves most, with both hosts under $PACED$own,"
+  echo "agents and baselines alike; median of $REPS runs (range), ratios paired, the runs"
+  echo "alternating."
   echo
   echo "| what | tensorwire | baseline | ratio |"
   echo "|---|---|---|---|"

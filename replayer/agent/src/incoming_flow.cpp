@@ -195,8 +195,9 @@ bool IncomingFlow::keep_looking() {
 // "If application uses SO_RCVLOWAT"). Paced bytes arrive a burst at a time and
 // are acknowledged about as often without the mark, so there the mark saves
 // wake-ups at no cost in acknowledgements; bursts (cubic) queue up while a
-// reader wakes, and the mark doubles their acknowledgements. On one host, where both are paid on the
-// sender's core (Intel Xeon machine, 2026-12-06, paired rounds, docs/BENCHMARKS.md):
+// reader wakes, and the mark doubles their acknowledgements. On one host, where
+// both are paid on the sender's core (Intel Xeon machine, 2026-12-06, paired
+// rounds, docs/BENCHMARKS.md):
 // under BBR the mark took four flows of 8 MiB messages from 30-37 Gb/s to 45-57
 // (3 of 3) and one flow of 1 MiB messages from a median 43 to 50 (4 of 5); under
 // cubic it took one flow from 62-65 Gb/s to 52-54 (3 of 3), and a blocking pair
