@@ -22,19 +22,11 @@ tw=$build/cli/tensorwire
 pair=$build/bench/blocking_pair
 src=$(cd "$(dirname "$0")/.." && pwd)
 . "$src/bench/lib.sh"
-work=$(mktemp -d /tmp/tw-bench.XXXXXX)
 NAME=twdp
-A=$NAME-h0 B=$NAME-h1
-# Whatever happens, the testbed goes (also one a crashed run left).
-trap '"$tw" testbed down --name $NAME > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
-"$tw" testbed down --name $NAME > /dev/null 2>&1 || true
 # Both hosts' congestion control (lib.sh, namespace_cc).
 CC=${CC:-cubic}
 set_cc() { namespace_cc "$1" $A $B; }
-"$tw" testbed up --hosts 2 --name $NAME > /dev/null
-set_cc "$CC"
-address() { "$tw" testbed status --name $NAME --json | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['host_list'][$1]['address'])"; }
-IPA=$(address 0) IPB=$(address 1)
+. "$src/bench/pair_lib.sh"
 
 shape() {  # shape RATE: both hosts' links, both directions; "off" removes
   if [ "$RATE" = off ]; then
@@ -45,37 +37,6 @@ shape() {  # shape RATE: both hosts' links, both directions; "off" removes
   set_cc "$CC"
 }
 
-# agents PROFILE OUT [agent options]: rank 0 in A, rank 1 in B.
-agents() {
-  local profile=$1 out=$2
-  shift 2
-  mkdir -p "$out"
-  cat > "$out/roster.yaml" <<YAML
-token: "bench"
-ranks:
-  - {rank: 0, host: "$IPA", port: 17100}
-  - {rank: 1, host: "$IPB", port: 17101}
-YAML
-  ip netns exec $B "$tw" agent --rank 1 --profile "$profile" --roster "$out/roster.yaml" --out "$out" --quiet "$@" &
-  local pb=$!
-  ip netns exec $A "$tw" agent --rank 0 --profile "$profile" --roster "$out/roster.yaml" --out "$out" --quiet "$@"
-  wait $pb
-}
-
-stream_profile() {  # SIZE FLOWS COUNT > profile
-  echo "version: 1"; echo "iterations: $3"; echo "iteration_barrier: false"
-  echo "ranks: [{id: 0}, {id: 1}]"; echo "flows:"
-  for ((f = 0; f < $2; f++)); do echo "  - {id: f$f, src: 0, dst: 1}"; done
-  echo "ops:"
-  for ((f = 0; f < $2; f++)); do echo "  - {id: s$f, type: send, flow: f$f, bytes: $1}"; done
-}
-
-# Receiver-side rate of a run: bytes and messages over first byte .. last byte.
-rate() {  # RUN_DIR -> "Gb/s messages/s" at the receiver
-  "$tw" results rates "$1" --json |
-    /usr/bin/python3 -c 'import json, sys; r = json.load(sys.stdin)["ranks"][1]; print("%.2f %.0f" % (r["bits_per_second"] / 1e9, r["messages_per_second"]))'
-}
-
 # Run-to-run noise on a shared virtual machine is large (a factor of two between
 # runs of iperf3 itself), so each figure is the median of REPS runs that alternate
 # with the baseline's, shown with its range, and each ratio the median of the
@@ -84,44 +45,6 @@ REPS=${REPS:-5}
 # The throughput rows, whose runs spread most (by a third and more), take 9: with
 # 5, the four-flow row's median ratio moved 94-98% between runs of the table.
 TREPS=${TREPS:-9}
-
-# PIN=1: the sending side on core 0 and the receiving side on core 1, for the
-# baselines (taskset) as for the agents (--pin: rank 0's threads on core 0, rank
-# 1's on core 1). Unpinned, where the scheduler puts the two sides, their threads
-# and the bridge's softirq work moves the rate from run to run.
-PIN=0
-on_core() {  # CORE COMMAND...: COMMAND, on CORE when PIN=1
-  local core=$1
-  shift
-  if [ "$PIN" = 1 ]; then taskset -c "$core" "$@"; else "$@"; fi
-}
-
-# iperf3 3.12 drives all of a process's streams from one thread: more than 4 flows
-# are run as FLOWS/4 pairs of processes of -P 4 each, side by side, their received
-# rates summed, so that the baseline can use both cores as the agents do.
-iperf() {  # FLOWS [iperf3 options] -> Gb/s
-  local flows=$1 procs=1 k
-  shift
-  [ "$flows" -gt 4 ] && procs=$((flows / 4))
-  local servers=() clients=()
-  for ((k = 0; k < procs; k++)); do
-    on_core 1 ip netns exec $B iperf3 -s -1 -p $((5201 + k)) > /dev/null 2>&1 &
-    servers+=($!)
-  done
-  sleep 0.3
-  for ((k = 0; k < procs; k++)); do
-    on_core 0 ip netns exec $A iperf3 -c $IPB -p $((5201 + k)) -t 4 -P $((flows / procs)) -J "$@" > "$work/iperf$k.json" &
-    clients+=($!)
-  done
-  wait "${clients[@]}"
-  # The client has its server's figures; a server whose client never connected
-  # would wait for good.
-  kill "${servers[@]}" 2> /dev/null || true
-  wait "${servers[@]}" || true
-  /usr/bin/python3 -c "
-import json, sys
-print(f\"{sum(json.load(open(f'$work/iperf{k}.json'))['end']['sum_received']['bits_per_second'] for k in range($procs)) / 1e9:.2f}\")"
-}
 
 echo "## Data plane"
 echo
@@ -252,7 +175,8 @@ echo "sharing a sending thread keep each other's receive copies aligned (copy_al
 echo "with 8 MiB messages each one's 24-byte header shifts the others): median ratio 1.04"
 echo "(0.96-1.10), 6 rounds. No look (\`--spin-us 0\`): 1.05 (0.84-1.14), 10 rounds. One flow"
 echo "of a thread looking at a time instead of each: 1.02 (0.94-1.21), 8 rounds; it made 56 000"
-echo "reads and 21 000 epoll_wait a second. Not resolved."
+echo "reads and 21 000 epoll_wait a second. What the profile did not show were the context"
+echo "switches of a sender and its receiver sharing a core: Agents sharing cores, below."
 echo
 echo "Runs as long as iperf3's (2026-12-05, Intel Xeon machine, 1-minute load 0.2-1.7 from"
 echo "these runs alone). Until then the agents' runs carried 2.0-3.4 GB, 0.5-0.9 s at these"

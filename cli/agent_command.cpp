@@ -112,6 +112,7 @@ int run_agent_command(const AgentArgs& a) {
   c.io_threads = s.io_threads;
   c.pin = s.pin;
   c.realtime = s.realtime;
+  c.sched_batch = s.sched_batch;
   c.congestion_control = s.congestion_control;
   if (a.start_at > 0) c.start_at = a.start_at;
   c.quiet = a.quiet;

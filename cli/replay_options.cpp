@@ -36,6 +36,13 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
   app->add_flag("--realtime", a.realtime,
                 "Run each agent's I/O threads at real-time priority (SCHED_FIFO) where permitted (root or CAP_SYS_NICE): "
                 "a tighter start on a core of its own; with --spin-us, a spinning agent keeps its core");
+  app->add_flag("--sched-batch", a.sched_batch,
+                "Run each agent's I/O threads at SCHED_BATCH: woken by a socket or a timer, a thread waits for the one "
+                "running on its core to sleep or end its turn instead of preempting it (at once on an idle core). Where "
+                "agents share cores, a sender and its receiver pass bytes in fewer, larger turns (16 flows between two "
+                "agents on one 2-core host: docs/BENCHMARKS.md); on a busy core a message's start and its receive time "
+                "can be later by up to a scheduler slice. Results say so")
+      ->excludes("--realtime");
   app->add_option("--congestion-control", a.congestion_control,
                   "TCP congestion control of every data connection, e.g. cubic or bbr (default: each host's own, "
                   "net.ipv4.tcp_congestion_control). Results say which one the flows used. Setting one the host does not "

@@ -131,6 +131,8 @@ nlohmann::json read_summary(const std::string& dir, RankId rank) {
     json_bool(*o, "realtime", path + ": options");
     if (o->contains("pinned_cores") && !(*o)["pinned_cores"].is_array()) throw std::runtime_error(path + ": options: 'pinned_cores' must be a list");
     json_bool(*o, "realtime_applied", path + ": options");
+    json_bool(*o, "sched_batch", path + ": options");
+    json_bool(*o, "sched_batch_applied", path + ": options");
     json_number(*o, "slowdown", path + ": options", 1);
     json_int(*o, "spin_ns", path + ": options");
     json_int(*o, "read_gap_ns", path + ": options");

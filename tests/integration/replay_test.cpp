@@ -356,12 +356,12 @@ std::string many_flows(int n) {
 }
 
 // Replays `profile` (many_flows) on two local agents with `threads` I/O threads
-// each; every one of its `messages` per iteration arrives once, after its
-// dependencies. False when the replay failed.
+// each (and the `extra` options); every one of its `messages` per iteration
+// arrives once, after its dependencies. False when the replay failed.
 bool replay_many_flows(const Profile& p, const std::string& profile, const std::string& dir, std::uint32_t iterations, int threads,
-                       std::uint64_t messages) {
+                       std::uint64_t messages, const std::string& extra = "") {
   const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + dir + " --iterations " + std::to_string(iterations) +
-                        " --io-threads " + std::to_string(threads),
+                        " --io-threads " + std::to_string(threads) + extra,
                     dir);
   EXPECT_EQ(r.status, 0) << r.output;
   if (r.status != 0) return false;
@@ -451,18 +451,23 @@ TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
   io.run();
 }
 
+// With three threads also at SCHED_BATCH (--sched-batch), which any process may
+// choose: each thread's policy changes, the records do not.
 TEST(Replay, OneAgentDrivesSixtyFourFlowsOverSeveralThreads) {
   for (const int threads : {1, 3}) {
     SCOPED_TRACE(std::to_string(threads) + " I/O threads");
+    const bool batch = threads == 3;
     TempDir dir;
     const std::string profile = dir.path() + "/many.yaml";
     std::ofstream(profile) << many_flows(64);
     const Profile p = load(profile);
-    if (!replay_many_flows(p, profile, dir.path(), 20, threads, 128)) return;
+    if (!replay_many_flows(p, profile, dir.path(), 20, threads, 128, batch ? " --sched-batch" : "")) return;
     for (int rank = 0; rank < 2; ++rank) {
       std::ifstream in(run_dir::summary_file(dir.path(), static_cast<RankId>(rank)));
       const nlohmann::json j = nlohmann::json::parse(in);
       EXPECT_EQ(j.at("options").at("io_threads").get<int>(), threads);
+      EXPECT_EQ(j.at("options").at("sched_batch").get<bool>(), batch);
+      EXPECT_EQ(j.at("options").at("sched_batch_applied").get<bool>(), batch);
       EXPECT_EQ(j.at("counters").at("messages_sent").get<std::uint64_t>(), 20U * 64);
       EXPECT_EQ(j.at("counters").at("messages_received").get<std::uint64_t>(), 20U * 64);
     }

@@ -137,6 +137,24 @@ TEST(Control, SettingsRoundTripAndBadFieldsAreNamed) {
   }
   j["congestion_control"] = std::string(16, 'a');
   EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
+  // The batch policy travels; a controller from before it sends none (normal
+  // scheduling); and it cannot come with SCHED_FIFO.
+  s = {};
+  s.sched_batch = true;
+  EXPECT_TRUE(run_settings_from_json(to_json(s)).sched_batch);
+  j = to_json(s);
+  j.erase("sched_batch");
+  EXPECT_FALSE(run_settings_from_json(j).sched_batch);
+  j["sched_batch"] = 1;
+  EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
+  j["sched_batch"] = true;
+  j["realtime"] = true;
+  try {
+    run_settings_from_json(j);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "settings: \"realtime\" and \"sched_batch\" exclude each other");
+  }
 }
 
 TEST(Control, TokensAndAddresses) {

@@ -85,6 +85,12 @@ TEST(RunSettings, RejectsOptionsOutOfRangeNamingThem) {
   EXPECT_EQ(message(o), "--congestion-control 'c u b i c': a congestion control's name is letters, digits, '_' and '-'");
   o.congestion_control = "cubic";
   EXPECT_EQ(make_run_settings(p, o, {}).congestion_control, "cubic");
+  o = {};
+  o.realtime = true;
+  o.sched_batch = true;
+  EXPECT_EQ(message(o), "--realtime and --sched-batch exclude each other");
+  o.realtime = false;
+  EXPECT_TRUE(make_run_settings(p, o, {}).sched_batch);
   EXPECT_THROW(seconds_option(86401, "--timeout"), std::invalid_argument);
   EXPECT_EQ(seconds_option(0.5, "--timeout"), 500 * kMilli);
 }
@@ -108,6 +114,10 @@ TEST(RunSettings, AgentArgumentsCarryTheOptions) {
   const auto cc = std::find(with_cc.begin(), with_cc.end(), "--congestion-control");
   ASSERT_NE(cc, with_cc.end());
   EXPECT_EQ(*std::next(cc), "reno");
+  EXPECT_EQ(std::count(with_cc.begin(), with_cc.end(), "--sched-batch"), 0);
+  o.sched_batch = true;
+  const auto batch = agent_arguments(o, {.local_agents = 4, .cores = 2});
+  EXPECT_EQ(std::count(batch.begin(), batch.end(), "--sched-batch"), 1);
 }
 
 TEST(RunSettings, HeartbeatStretchesWithTheAgentsPerCoreOfThisMachine) {

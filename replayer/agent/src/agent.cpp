@@ -167,6 +167,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       if (const int cpu = pin_thread(0); cpu >= 0) pinned_cores_.push_back(cpu);
     }
     if (c_.realtime) realtime_applied_ = make_realtime();
+    if (c_.sched_batch) sched_batch_applied_ = make_batch();
     for (auto& w : workers_) w->start();
     if (c_.link) attach_link();
     signals_.async_wait([this](const error_code& ec, int sig) {
@@ -243,6 +244,25 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     return true;
   }
 
+  // --sched-batch: this (the I/O) thread at SCHED_BATCH, which any thread may
+  // choose. Woken by a socket or a timer, it no longer preempts the thread
+  // running on its core (Linux: batch threads do not preempt at wake-up); it
+  // runs when that one sleeps or its turn ends, and at once on an idle core.
+  // A sender and its receiver sharing a core otherwise take it from each other
+  // at every few segments: with 16 flows between two agents on a 2-core host the
+  // machine switched threads about a tenth as often per byte at this policy as
+  // at the normal one, and moved 9% more (docs/BENCHMARKS.md, Agents sharing
+  // cores). Off unless asked for: a woken thread may wait up to a scheduler
+  // slice for its core. True when the thread runs at it.
+  bool make_batch() {
+    sched_param sp{};
+    if (::sched_setscheduler(0, SCHED_BATCH, &sp) != 0 || ::sched_getscheduler(0) != SCHED_BATCH) {
+      log(std::string("--sched-batch: not applied (") + std::strerror(errno) + "); running at the normal policy");
+      return false;
+    }
+    return true;
+  }
+
   // ---- I/O threads ------------------------------------------------------------
 
   // A worker I/O thread: its io_context, kept running until stop_workers().
@@ -253,6 +273,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       thread = std::thread([this] {
         if (agent.c_.pin) cpu = agent.pin_thread(index);
         if (agent.c_.realtime) realtime = agent.make_realtime();
+        if (agent.c_.sched_batch) batch = agent.make_batch();
         ctx.run();
       });
     }
@@ -269,6 +290,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     std::thread thread;
     int cpu = -1;
     bool realtime = false;
+    bool batch = false;
 
     // The events of this thread's flows, passed to the agent on the main thread.
     struct Relay final : OutgoingFlow::Events, IncomingFlow::Events {
@@ -733,6 +755,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     s.io_threads = c_.io_threads;
     s.realtime = c_.realtime;
     s.realtime_applied = realtime_applied_;
+    s.sched_batch = c_.sched_batch;
+    s.sched_batch_applied = sched_batch_applied_;
     // The data sockets' (outgoing ones are the sender's, which decides), or what
     // a socket of this host would use when none connected.
     s.congestion_control = congestion_;
@@ -744,6 +768,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     for (const auto& w : workers_) {
       if (w->cpu >= 0) s.pinned_cores.push_back(w->cpu);
       s.realtime_applied = s.realtime_applied && w->realtime;
+      s.sched_batch_applied = s.sched_batch_applied && w->batch;
     }
     try {
       s.write(run_dir::summary_file(c_.out_dir, rank_));
@@ -811,6 +836,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   int closing_ = 0;
   std::uint64_t tx_sched_flows_ = 0;
   bool realtime_applied_ = false;
+  bool sched_batch_applied_ = false;
   std::vector<int> pinned_cores_;
   std::uint64_t progress_every_ = 1;
   std::string error_;

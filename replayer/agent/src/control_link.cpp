@@ -349,6 +349,7 @@ class ControlLink final : public AgentLink {
     config_.io_threads = m.settings.io_threads;
     config_.pin = m.settings.pin;
     config_.realtime = m.settings.realtime;
+    config_.sched_batch = m.settings.sched_batch;
     config_.congestion_control = m.settings.congestion_control;
     config_.quiet = o_.quiet;
     config_.link = this;

@@ -28,7 +28,8 @@ std::string RunSummary::json() const {
   j["options"] = {{"open_loop", open_loop}, {"slowdown", slowdown}, {"spin_ns", spin}, {"read_gap_ns", read_gap}, {"delay_ns", delay},
                   {"tx_timestamps", tx_timestamps}, {"tx_stamp_every", tx_stamp_every}, {"tx_sched_flows", tx_sched_flows},
                   {"io_threads", io_threads}, {"pinned_cores", pinned_cores}, {"realtime", realtime},
-                  {"realtime_applied", realtime_applied}, {"congestion_control", congestion_control}};
+                  {"realtime_applied", realtime_applied}, {"sched_batch", sched_batch},
+                  {"sched_batch_applied", sched_batch_applied}, {"congestion_control", congestion_control}};
   return json_text(j, 2) + "\n";
 }
 

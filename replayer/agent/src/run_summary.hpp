@@ -36,6 +36,8 @@ struct RunSummary {
   std::vector<int> pinned_cores;  // of the I/O threads (--pin); empty: not pinned
   bool realtime = false;  // asked for; realtime_applied: granted
   bool realtime_applied = false;
+  bool sched_batch = false;  // asked for; sched_batch_applied: every I/O thread runs at SCHED_BATCH
+  bool sched_batch_applied = false;
   std::string congestion_control;  // the data sockets' (TCP_CONGESTION)
 
   std::string json() const;  // the file's text

@@ -71,6 +71,8 @@ RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, c
   s.io_threads = o.io_threads;
   s.pin = o.pin;
   s.realtime = o.realtime;
+  if (o.realtime && o.sched_batch) throw std::invalid_argument("--realtime and --sched-batch exclude each other");
+  s.sched_batch = o.sched_batch;
   if (!o.congestion_control.empty()) {
     if (auto bad = congestion_name_problem(o.congestion_control); !bad.empty()) {
       throw std::invalid_argument("--congestion-control '" + o.congestion_control + "': " + bad);
@@ -95,6 +97,7 @@ std::vector<std::string> agent_arguments(const ReplayOptions& o, const RunPlacem
   if (o.io_threads != 1) args.insert(args.end(), {"--io-threads", std::to_string(o.io_threads)});
   if (o.pin) args.push_back("--pin");
   if (o.realtime) args.push_back("--realtime");
+  if (o.sched_batch) args.push_back("--sched-batch");
   if (!o.congestion_control.empty()) args.insert(args.end(), {"--congestion-control", o.congestion_control});
   if (o.delay_us > 0) args.insert(args.end(), {"--delay-us", fmt::format("{}", o.delay_us)});
   if (o.iterations > 0) args.insert(args.end(), {"--iterations", std::to_string(o.iterations)});

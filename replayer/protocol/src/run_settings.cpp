@@ -31,7 +31,7 @@ nlohmann::json to_json(const RunSettings& s) {
           {"read_gap_ns", s.read_gap},        {"delay_ns", s.delay},              {"tx_timestamps", s.tx_timestamps},
           {"tx_stamp_every", s.tx_stamp_every}, {"tx_sched", to_string(s.tx_sched)},
           {"io_threads", s.io_threads},       {"pin", s.pin},                   {"realtime", s.realtime},
-          {"congestion_control", s.congestion_control},
+          {"sched_batch", s.sched_batch},     {"congestion_control", s.congestion_control},
           {"connect_timeout_ns", s.connect_timeout}, {"idle_timeout_ns", s.idle_timeout}};
 }
 
@@ -66,6 +66,9 @@ RunSettings run_settings_from_json(const nlohmann::json& j) {
   s.io_threads = field<std::uint32_t>(j, "io_threads");
   s.pin = field<bool>(j, "pin");
   s.realtime = field<bool>(j, "realtime");
+  // Optional: a controller from before it sends none (normal scheduling).
+  if (j.contains("sched_batch")) s.sched_batch = field<bool>(j, "sched_batch");
+  if (s.realtime && s.sched_batch) throw std::runtime_error("settings: \"realtime\" and \"sched_batch\" exclude each other");
   // Optional: a controller from before it sends none (each host's default).
   if (j.contains("congestion_control")) s.congestion_control = field<std::string>(j, "congestion_control");
   if (!s.congestion_control.empty()) {

@@ -66,6 +66,7 @@ struct AgentConfig {
   std::uint32_t io_threads = 1;  // flows spread over this many I/O threads
   bool pin = false;       // each I/O thread on a core (chosen by rank)
   bool realtime = false;  // I/O threads at SCHED_FIFO, where permitted
+  bool sched_batch = false;  // I/O threads at SCHED_BATCH (RunSettings::sched_batch)
   std::string congestion_control;  // of every data socket; empty: the host's default
   bool quiet = false;
   AgentLink* link = nullptr;  // a controller connection, if any

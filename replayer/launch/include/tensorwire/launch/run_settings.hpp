@@ -30,6 +30,7 @@ struct ReplayOptions {
   std::uint32_t io_threads = 1;
   bool pin = false;
   bool realtime = false;
+  bool sched_batch = false;
   std::string congestion_control;  // empty: each host's default
   double connect_timeout_s = 30;
   double idle_timeout_s = 60;

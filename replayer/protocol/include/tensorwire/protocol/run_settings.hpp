@@ -40,6 +40,10 @@ struct RunSettings {
   std::uint32_t io_threads = 1;  // I/O threads per agent, its flows spread over them
   bool pin = false;       // each I/O thread on a core of its own (chosen by rank)
   bool realtime = false;  // I/O threads at SCHED_FIFO, where permitted
+  // I/O threads at SCHED_BATCH: woken, they wait for the running thread's turn
+  // to end instead of preempting it (agents sharing cores pass bytes in fewer,
+  // larger turns).
+  bool sched_batch = false;
   // Every data socket's TCP congestion control (TCP_CONGESTION); empty: each
   // host's default.
   std::string congestion_control;
