@@ -251,16 +251,16 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   // A sender and its receiver sharing a core otherwise take it from each other
   // at every few segments: with 16 flows between two agents on a 2-core host the
   // machine switched threads about a tenth as often per byte at this policy as
-  // at the normal one, and moved 9% more (docs/BENCHMARKS.md, Agents sharing
-  // cores). Off unless asked for: a woken thread may wait up to a scheduler
-  // slice for its core. True when the thread runs at it.
+  // at the normal one, and moved about a tenth more (docs/BENCHMARKS.md, Agents
+  // sharing cores). Off unless asked for: a woken thread may wait up to a
+  // scheduler slice for its core. True when the thread runs at it.
   bool make_batch() {
     sched_param sp{};
-    if (::sched_setscheduler(0, SCHED_BATCH, &sp) != 0 || ::sched_getscheduler(0) != SCHED_BATCH) {
+    if (::sched_setscheduler(0, SCHED_BATCH, &sp) != 0) {
       log(std::string("--sched-batch: not applied (") + std::strerror(errno) + "); running at the normal policy");
       return false;
     }
-    return true;
+    return ::sched_getscheduler(0) == SCHED_BATCH;
   }
 
   // ---- I/O threads ------------------------------------------------------------
