@@ -24,19 +24,23 @@ RING_REPS=${RING_REPS:-5}
 switches() { awk '/^ctxt/ {print $2}' /proc/stat; }
 received() { ip netns exec $B awk 'NR > 2 {gsub(":", " "); s += $2} END {printf "%.0f\n", s}' /proc/net/dev; }
 # counted COMMAND...: COMMAND's output (a rate), then the context switches of the
-# whole machine per GB that B received while it ran.
+# whole machine per GB that B received while it ran; nothing when COMMAND failed
+# or printed nothing (the caller's read then fails, and with it the script).
 counted() {
   local s0 r0 v s1 r1
   s0=$(switches) r0=$(received)
-  v=$("$@")
+  v=$("$@") || return 1
+  [ -n "$v" ] || return 1
   s1=$(switches) r1=$(received)
   echo "$v $(((s1 - s0) * 1000000000 / (r1 - r0 + 1)))"
 }
 agents_rate() {  # [agent options] -> Gb/s
+  local v
   stream_profile 8MiB 16 96 > "$work/p.yaml"
-  agents "$work/p.yaml" "$work/t" --io-threads 2 "$@" > /dev/null
-  rate "$work/t" | cut -d' ' -f1
+  agents "$work/p.yaml" "$work/t" --io-threads 2 "$@" > /dev/null || return 1
+  v=$(rate "$work/t") || return 1
   rm -rf "$work/t"
+  echo "${v%% *}"
 }
 
 echo "## Agents sharing cores"
@@ -93,7 +97,7 @@ echo "(35.7-43.4) at the normal policy, faster in 8 of 8, 94% (81-97%) of iperf3
 echo "82% (76-91%). One flow of 1 MiB or of 4 KiB messages, where each side has a core to"
 echo "itself most of the time, did not change beyond the noise (5-6 paired rounds)."
 echo
-echo "What it costs: a thread woken on a busy core waits up to a scheduler slice, and so"
+echo "What it can cost: a thread woken on a busy core waits up to a scheduler slice, and so"
 echo "do the messages and ops behind it. The bundled ResNet-50 ring of 4 ranks replayed by"
 echo "4 agents on this machine (\`replay --local 4 traffic_profiles/resnet50-ring-4.yaml"
 echo "--iterations 20\`), both policies alternating, median of $RING_REPS runs (range); errors"
@@ -134,6 +138,7 @@ echo
 echo "In this table the ring's iterations took a median $(median ${it[batch]}) ms at SCHED_BATCH against"
 # shellcheck disable=SC2086
 echo "$(median ${it[normal]}) ms at the normal policy, with median iteration errors of $(median ${err[batch]})% and $(median ${err[normal]})%."
-echo "The option stays off unless asked for, as it gives up the normal policy's prompt"
-echo "reads on a busy core; the run summaries say whether it ran (\`sched_batch_applied\`), and"
-echo "on hosts with a core for each agent's busy thread it changes nothing."
+echo "The option stays off unless asked for, so that by default a woken thread takes its"
+echo "core at once, as the replayed job's threads would; the run summaries say whether it"
+echo "ran (\`sched_batch_applied\`). Where an idle core waits for each woken thread, the two"
+echo "policies run it alike: there is no thread to preempt."
