@@ -92,12 +92,14 @@ pin_option() { [ "$PIN" = 1 ] && echo --pin; }
 # The agents run with their default spin (20 us: before a deadline, and at a flow
 # whose socket ran dry before it sleeps) unless a row says --spin-us 0.
 SPIN=()
-tput() {  # SIZE FLOWS COUNT IO_THREADS -> Gb/s
+tput() {  # SIZE FLOWS COUNT IO_THREADS -> Gb/s; fails (and the script with it) when the run did
+  local v
   stream_profile "$1" "$2" "$3" > "$work/p.yaml"
   # shellcheck disable=SC2046  # one option or none
-  agents "$work/p.yaml" "$work/t" --io-threads "$4" $(pin_option) "${SPIN[@]}"
-  rate "$work/t" | cut -d' ' -f1
+  agents "$work/p.yaml" "$work/t" --io-threads "$4" $(pin_option) "${SPIN[@]}" || return 1
+  v=$(rate "$work/t") || return 1
   rm -rf "$work/t"
+  echo "${v%% *}"
 }
 # Every run carries 12.6-12.9 GB, 2-4 s at this machine's rates, about as long as
 # iperf3's 4 s: the rate of either switches between steady states that last tenths
