@@ -36,6 +36,9 @@ load1() { cut -d' ' -f1 /proc/loadavg; }
 # average when the table's runs began and when they ended, so that every table
 # says what the machine was doing while it was measured.
 table_start() { table_load_at_start=$(load1); }
+# quiet_table_start: table_start once the 1-minute load is down to TW_BENCH_MAX_LOAD
+# (0.5), or after 10 minutes without (the table then says the load it began at).
+quiet_table_start() { wait_quiet "${TW_BENCH_MAX_LOAD:-0.5}" 600 || true; table_start; }
 table_load() { echo; echo "1-minute load average while this table was measured: $table_load_at_start at the start, $(load1) at the end (nothing else ran; its own runs keep both cores busy)."; }
 # wait_quiet MAX SECONDS: waits up to SECONDS for the 1-minute load average to
 # fall to MAX or below; true if it did.

@@ -60,7 +60,7 @@ echo "machine's (/proc/stat) per GB received, over each run."
 echo
 echo "| what | rate | ratio to iperf3 | context switches per GB |"
 echo "|---|---|---|---|"
-table_start
+quiet_table_start
 base=() base_cs=() normal=() normal_cs=() batch=() batch_cs=()
 for ((k = 0; k < REPS; k++)); do
   read -r v c < <(counted iperf 16 -N)
@@ -78,21 +78,20 @@ echo
 echo "At SCHED_BATCH against the normal policy, run for run: $(paired_ratio "${batch[*]}" "${normal[*]}")."
 echo
 echo "Where the normal policy's rate goes (2026-12-06, the 2-core AMD EPYC virtual machine,"
-echo "Linux 6.18.44-fc-v1272, cubic, 1-minute load 0.47-0.49 before each set of runs;"
-echo "perf record -a of sched_switch and sched_wakeup for one second of a run): the"
-echo "agents' threads were switched out 16 300 times a second, 8 300 of them asleep (the"
-echo "receiving threads, in epoll_wait) and 8 000 still runnable (the sending threads,"
-echo "preempted). Each sending thread woke the receiving thread it fed on its own core,"
-echo "3 000-3 900 times a second: the bridge runs the receiving side's TCP input in the"
+echo "Linux 6.18.44-fc-v1272, cubic, 1-minute load at most 0.5 before each set of runs;"
+echo "perf record -a of sched_switch and sched_wakeup for one second of a run, from a load"
+echo "of 0.00): the agents' threads were switched out 15 000 times a second, 7 700 of them"
+echo "asleep (the receiving threads, in epoll_wait) and 7 400 still runnable (the sending"
+echo "threads, preempted). Each sending thread woke the receiving thread it fed on its own"
+echo "core, 2 600-3 100 times a second: the bridge runs the receiving side's TCP input in the"
 echo "sender's system call, the wake-up lands there, and the receiver preempts the sender"
-echo "to read a few segments. iperf3's eight processes were switched out 2 500 times a"
-echo "second. Over 12 runs of each the whole machine counted 2 900-4 100 context switches"
-echo "per GB for the agents against 290-840 for iperf3; in one pair of runs the receiver"
-echo "sent 2.4 times as many acknowledgements per GB (4 300 against 1 800, nstat): a"
-echo "receiver that reads as soon as bytes land keeps the window opening. The machine's CPU"
-echo "was otherwise spent alike (user 1-6%, system 65-73%, softirq 20-28% of both cores,"
-echo "/proc/stat). In the first 8 paired rounds of the option (same"
-echo "machine and load), 16 flows moved 44.0 Gb/s (41.0-47.1) at SCHED_BATCH against 41.0"
+echo "to read a few segments. iperf3's eight processes were switched out 2 900 times a"
+echo "second. In one pair of runs (from a load of 0.40) the receiver sent 2.4 times as many"
+echo "acknowledgements per GB as iperf3's (4 300 against 1 800, nstat): a receiver that"
+echo "reads as soon as bytes land keeps the window opening. The machine's CPU was otherwise"
+echo "spent alike (user 1-6%, system 65-73%, softirq 20-28% of both cores, /proc/stat). In"
+echo "the first 8 paired rounds of the option (from a load of 0.47), 16 flows moved 44.0"
+echo "Gb/s (41.0-47.1) at SCHED_BATCH against 41.0"
 echo "(35.7-43.4) at the normal policy, faster in 8 of 8, 94% (81-97%) of iperf3 against"
 echo "82% (76-91%). One flow of 1 MiB or of 4 KiB messages, where each side has a core to"
 echo "itself most of the time, did not change beyond the noise (5-6 paired rounds)."
@@ -106,7 +105,7 @@ echo "(docs/fidelity.md), p50 over the run's iterations or messages:"
 echo
 echo "| policy | iteration time | iteration error | message completion error |"
 echo "|---|---|---|---|"
-table_start
+quiet_table_start
 ring() {  # [options] -> "iteration_ms iteration_error_% message_error_%"
   rm -rf "$work/r"
   "$tw" replay --local 4 "$src/traffic_profiles/resnet50-ring-4.yaml" --out "$work/r" --iterations 20 "$@" > /dev/null

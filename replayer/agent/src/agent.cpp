@@ -251,7 +251,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   // A sender and its receiver sharing a core otherwise take it from each other
   // at every few segments: with 16 flows between two agents on a 2-core host the
   // machine switched threads about a tenth as often per byte at this policy as
-  // at the normal one, and moved about a tenth more (docs/BENCHMARKS.md, Agents
+  // at the normal one, and in most runs moved more (97-111% of the normal
+  // policy's rate, run for run, in four runs of docs/BENCHMARKS.md's Agents
   // sharing cores). Off unless asked for: a woken thread may wait up to a
   // scheduler slice for its core. True when the thread runs at it.
   bool make_batch() {
