@@ -87,7 +87,7 @@ echo "two (the ratio against it is no measure of the replayer)."
 echo
 echo "| what | tensorwire | iperf3 -N (same socket options) | ratio | iperf3 (Nagle on) | ratio |"
 echo "|---|---|---|---|---|---|"
-table_start
+quiet_table_start
 pin_option() { [ "$PIN" = 1 ] && echo --pin; }
 # The agents run with their default spin (20 us: before a deadline, and at a flow
 # whose socket ran dry before it sleeps) unless a row says --spin-us 0.
@@ -240,7 +240,7 @@ echo
 echo "| what | tensorwire | blocking pair | ratio | blocking pair, SO_RCVLOWAT 128 KiB | ratio |"
 echo "|---|---|---|---|---|---|"
 ours=() plain=() lowat=() PIN=0 SPIN=()
-table_start
+quiet_table_start
 gbps() { awk '{printf "%.2f", $1 * 8 * 1048576 / 1e9}'; }  # 1 MiB messages/s -> Gb/s
 for ((k = 0; k < REPS; k++)); do
   plain+=("$(pair_rate "send" 1048576 12000 "" 131072 | gbps)")
@@ -312,7 +312,7 @@ echo
 echo "| what | tensorwire | iperf3 --bidir -N | ratio | two iperf3 -N, one each way | ratio |"
 echo "|---|---|---|---|---|---|"
 ours=() bidir=() two=()
-table_start
+quiet_table_start
 for ((k = 0; k < REPS; k++)); do
   bidir+=("$(bidir_iperf)")
   ours+=("$(bidir_ours 8MiB 768)")
@@ -489,7 +489,7 @@ echo "overhead from the kernel's cost of measuring."
 echo
 echo "| message | tensorwire | blocking loop | ratio | blocking loop, timestamped | ratio |"
 echo "|---|---|---|---|---|---|"
-table_start
+quiet_table_start
 # The agents' options of a row follow its size and count; the timestamped loop is
 # the baseline wherever the agents ask for transmit timestamps.
 # 2-4 s a run at this machine's rates, as the throughput table's.
@@ -665,7 +665,7 @@ else
   echo
   echo "| what | tensorwire | baseline | ratio |"
   echo "|---|---|---|---|"
-  table_start
+  quiet_table_start
   for spec in "1MiB 1 12000" "8MiB 4 384"; do
     set -- $spec
     ours=() base=()
@@ -723,7 +723,7 @@ echo
 } > "$work/prec.yaml"
 specs=("0 normal" "50 normal" "500 normal" "0 realtime" "50 realtime" "500 realtime")
 declare -A p50 p99 pmax l50 l99 lmax
-table_start
+quiet_table_start
 gaps_rate="" gaps_lost="" gaps_p99="" gaps_read="" gaps_loc="" gaps_irq="" gaps_steal=""
 # Core 0's local timer interrupts, all its interrupts, and its steal time (ticks).
 cpu0_counts() {
@@ -801,7 +801,7 @@ echo "simulated timing model at the same rate."
 echo
 echo "| case | link | replayed | timing model | lower bound |"
 echo "|---|---|---|---|---|"
-table_start
+quiet_table_start
 "$tw" profile synth --model mlp --ranks 2 --iterations 20 -o "$work/comm.yaml" 2> /dev/null
 "$tw" profile synth --model mlp --ranks 2 --iterations 20 --fwd-ms 100 --bwd-ms 200 -o "$work/comp.yaml" 2> /dev/null
 for spec in "communication-bound comm.yaml 1gbit 1" "compute-bound comp.yaml 5gbit 5"; do

@@ -9,7 +9,7 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
                 "Send every message at its original offset from the iteration start, ignoring dependencies");
   app->add_option("--link-gbps", a.link_gbps, "Link rate of the timing model (open-loop plan, comparison)")
       ->capture_default_str();
-  app->add_option("--spin-us", a.spin_us, "Busy-wait this long before each deadline, and look again this long (at most 20 us) at a flow whose socket ran dry before it sleeps (default: 20, or 0 when the agents on this machine, --local or --testbed, are as many as its cores)");
+  app->add_option("--spin-us", a.spin_us, "Busy-wait this long before each deadline, and look again this long (at most 20 us) at a flow whose socket ran dry before it sleeps (default: 20, or 0 when the agents on this machine, --local or --testbed, are as many as its cores, or their I/O threads more)");
   app->add_option("--read-gap-us", a.read_gap_us,
                   "Read a flow of messages under 64 KiB whose socket ran dry again no sooner than this after its last "
                   "read that returned bytes, while no op waits for its messages (a flow an op waits for is read at once) "

@@ -25,6 +25,11 @@ TEST(RunSettings, SpinsUnlessLocalAgentsOutnumberTheCores) {
   EXPECT_EQ(spin_us_for(o, {}), 20.0) << "one agent, or agents elsewhere";
   EXPECT_EQ(spin_us_for(o, {.local_agents = 3, .cores = 4}), 20.0);
   EXPECT_EQ(spin_us_for(o, {.local_agents = 4, .cores = 4}), 0.0);
+  o.io_threads = 2;
+  EXPECT_EQ(spin_us_for(o, {.local_agents = 2, .cores = 4}), 20.0) << "as many I/O threads as cores";
+  EXPECT_EQ(spin_us_for(o, {.local_agents = 3, .cores = 4}), 0.0) << "six I/O threads on four cores";
+  EXPECT_EQ(spin_us_for(o, {}), 20.0) << "agents elsewhere, whatever their threads";
+  o.io_threads = 1;
   o.spin_us = 5;
   EXPECT_EQ(spin_us_for(o, {.local_agents = 8, .cores = 2}), 5.0) << "as asked";
 }

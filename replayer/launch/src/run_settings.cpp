@@ -19,7 +19,12 @@ std::size_t agents_on_this_machine(std::size_t local, std::size_t testbed_hosts,
 
 double spin_us_for(const ReplayOptions& o, const RunPlacement& where) {
   if (o.spin_us >= 0) return o.spin_us;
-  const bool crowded = where.local_agents > 0 && where.local_agents >= where.cores;
+  // The agents' I/O threads count too: with more of them than cores, a flow
+  // looking at its dry socket holds a core that another thread, or the bridge's
+  // work for the flow's sender, is waiting for (docs/BENCHMARKS.md, Agents
+  // sharing cores).
+  const std::size_t threads = where.local_agents * std::max<std::uint32_t>(1, o.io_threads);
+  const bool crowded = where.local_agents > 0 && (where.local_agents >= where.cores || threads > where.cores);
   return crowded ? 0.0 : 20.0;
 }
 

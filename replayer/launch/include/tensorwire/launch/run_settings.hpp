@@ -49,8 +49,9 @@ struct RunPlacement {
 std::size_t agents_on_this_machine(std::size_t local, std::size_t testbed_hosts, std::size_t ranks);
 
 // Microseconds of busy-waiting before each deadline: as asked, else 20, or none
-// when local agents are as many as the cores or more (spinning costs a core per
-// agent, and a spinning agent delays the others).
+// when local agents are as many as the cores or more, or their I/O threads
+// (--io-threads each) more than the cores (spinning costs a core per agent, and
+// a spinning agent delays the others).
 double spin_us_for(const ReplayOptions& o, const RunPlacement& where);
 
 // How long the controller and its agents wait for a silent peer: the control
