@@ -46,34 +46,47 @@ REPS=${REPS:-5}
 # 5, the four-flow row's median ratio moved 94-98% between runs of the table.
 TREPS=${TREPS:-9}
 
-echo "## Data plane"
-echo
-echo "Two agents on two hosts of the namespace testbed (\`tensorwire testbed up --hosts 2\`:"
-echo "network namespaces joined through a bridge; \`bench/dataplane.sh\`)."
-echo
-echo "Where: the tables are regenerated on whatever machine runs \`bench/run.sh\`, named at"
-echo "the end of this section. Both hosts run the TCP congestion control cubic, Linux's own"
-echo "default (\`CC=NAME bench/dataplane.sh\` chooses another), agents and baselines alike;"
-echo "the last throughput table repeats the rows it moves most under BBR, this machine's own"
-echo "default (Under a pacing congestion control, below). The tables of 2026-12-06, on a"
-echo "2-core Intel Xeon virtual machine (Linux 6.18.44-fc-v1252), under cubic: one flow at"
-echo "92%, 97% and 97% of iperf3 -N with 1, 8 and 64 MiB messages (94% with 1 MiB, each side"
-echo "pinned; 96% of a blocking pair); four flows at 105% (174% with the agents' two I/O"
-echo "threads, against iperf3's one: Reading the ratios); 16 flows at 85% of four iperf3"
-echo "processes, 87% with two I/O threads; 64 KiB messages at 81% of the plain blocking loop"
-echo "and 92% of the timestamped one (93% of the plain loop with every 16th message"
-echo "stamped); 4 KiB messages at 59% and 87% (79% with every 16th stamped; the kernel's"
-echo "timestamps alone take the loop to 69%); and the start p99 at 14.0 us (14.4 at"
-echo "real-time priority, pinned). Under cubic the ranges of the rows whose baselines run"
-echo "one thread a side are a tenth of their medians or less. Under BBR, as this page"
-echo "measured until 2026-12-06, iperf3's one-flow rate swung from 18 to 46 Gb/s between"
-echo "runs, and the rows near their targets moved more between runs of the table than they"
-echo "missed by. The dated analyses in the prose below were made under BBR, on this machine"
-echo "and on a 2-core AMD EPYC virtual machine (Linux 6.18.44-fc-v1272). All the figures"
-echo "before 2026-12-05's fix of transmit timestamps (Small messages, below) were measured"
-echo "while a busy sending agent lost many of its timestamp reports: 95% with 4 KiB"
-echo "messages, 30% with 1 MiB ones."
-echo
+# The section's opening sums up its tables, so it is printed last, above them
+# (the tables and their prose go to $body meanwhile). Each figure is the median
+# ratio of a row below; the keys are those the tables store.
+declare -A T TR TB S LOOP LOOP_STAMPED PACED_OURS PACED_BASE  # rows: median ratio (range) to the baseline; TR and TB,
+# the throughput rows' median rates, the agents' and iperf3 -N's
+med() { echo "${1%% *}"; }  # "92% (89-96%)" -> "92%"
+intro() {
+  echo "## Data plane"
+  echo
+  echo "Two agents on two hosts of the namespace testbed (\`tensorwire testbed up --hosts 2\`:"
+  echo "network namespaces joined through a bridge; \`bench/dataplane.sh\`)."
+  echo
+  echo "Where: the tables are regenerated on whatever machine runs \`bench/run.sh\`, named at"
+  echo "the end of this section; each table starts once the machine is quiet (1-minute load"
+  echo "0.5 or less) and says its load. Both hosts run the TCP congestion control $CC"
+  echo "(\`CC=NAME bench/dataplane.sh\` chooses another), agents and baselines alike; a last"
+  echo "table repeats the rows it moves most under $PACED (Under a pacing congestion control,"
+  echo "below). In the tables below: one flow at $(med "${T[1MiB 1]}"), $(med "${T[8MiB 1]}") and $(med "${T[64MiB 1]}") of iperf3 -N with 1,"
+  echo "8 and 64 MiB messages ($(med "${T[1MiB 1 pin]}") with 1 MiB, each side pinned; $(med "$PAIR") of a blocking"
+  echo "pair); four flows at $(med "${T[8MiB 4]}") ($(med "${T[8MiB 4 2]}") with the agents' two I/O threads, against"
+  echo "iperf3's one: Reading the ratios); 16 flows at $(med "${T[8MiB 16]}") of four iperf3 processes,"
+  echo "$(med "${T[8MiB 16 2]}") with two I/O threads and $(med "${T[8MiB 16 2 nospin]}") with two and no look at dry sockets; 64 KiB"
+  echo "messages at $(med "${S[65536 plain]}") of the plain blocking loop and $(med "${S[65536 stamped]}") of the timestamped"
+  echo "one ($(med "${S[65536 every16]}") of the plain loop with every 16th message stamped); 4 KiB messages"
+  echo "at $(med "${S[4096 plain]}") and $(med "${S[4096 stamped]}") ($(med "${S[4096 every16]}") with every 16th stamped; the kernel's"
+  echo "timestamps alone take the loop to $LOOP4); and the start p99 at $START_P99 us ($START_P99_RT"
+  echo "at real-time priority, pinned), with a 500 us spin."
+  echo
+  echo "The dated analyses in the prose below were made on two 2-core virtual machines, an"
+  echo "Intel Xeon (Linux 6.18.44-fc-v1252) and an AMD EPYC (Linux 6.18.44-fc-v1272), under"
+  echo "BBR until 2026-12-06 and under cubic since. Under BBR, as this page measured until"
+  echo "then, iperf3's one-flow rate swung from 18 to 46 Gb/s between runs, and the rows near"
+  echo "their targets moved more between runs of the table than they missed by. All the"
+  echo "figures before 2026-12-05's fix of transmit timestamps (Small messages, below) were"
+  echo "measured while a busy sending agent lost many of its timestamp reports: 95% with 4 KiB"
+  echo "messages, 30% with 1 MiB ones."
+  echo
+}
+PACED=${PACED:-bbr}
+body=$work/body.md
+exec 3>&1 > "$body"
 echo "### Throughput"
 echo
 echo "Receiver-side rate: median of $TREPS runs (range), alternating with the baselines."
@@ -82,8 +95,8 @@ echo "beside it: this machine changes speed from one minute to the next, and a r
 echo "neighbours cancels that where a ratio of two medians does not."
 echo "The agents set TCP_NODELAY, as Gloo, NCCL and the other frameworks they replay do;"
 echo "the like-for-like baseline is therefore \`iperf3 -N\` (TCP_NODELAY). Plain iperf3"
-echo "(Nagle's algorithm on) is shown too: on this bridge it has been the slower of the"
-echo "two (the ratio against it is no measure of the replayer)."
+echo "(Nagle's algorithm on) is shown too, a second measure of what the machine moves at"
+echo "the time (the ratio against it is no measure of the replayer)."
 echo
 echo "| what | tensorwire | iperf3 -N (same socket options) | ratio | iperf3 (Nagle on) | ratio |"
 echo "|---|---|---|---|---|---|"
@@ -105,7 +118,7 @@ tput() {  # SIZE FLOWS COUNT IO_THREADS -> Gb/s; fails (and the script with it) 
 # iperf3's 4 s: the rate of either switches between steady states that last tenths
 # of a second (Runs as long as iperf3's, below), so a shorter run draws one or two.
 for spec in "1MiB 1 12000 1" "1MiB 1 12000 1 pin" "8MiB 1 1500 1" "64MiB 1 192 1" "8MiB 4 384 1" "8MiB 4 384 1 nospin" \
-  "8MiB 4 384 2" "8MiB 16 96 1" "8MiB 16 96 2"; do
+  "8MiB 4 384 2" "8MiB 16 96 1" "8MiB 16 96 2" "8MiB 16 96 2 nospin"; do
   set -- $spec
   PIN=0 SPIN=()
   [ "${5:-}" = pin ] && PIN=1
@@ -126,24 +139,28 @@ for spec in "1MiB 1 12000 1" "1MiB 1 12000 1 pin" "8MiB 1 1500 1" "64MiB 1 192 1
   [ "$4" = 1 ] || what="$what, --io-threads $4"
   [ "$PIN" = 0 ] || what="$what, each side pinned to a core"
   [ ${#SPIN[@]} -eq 0 ] || what="$what, --spin-us 0"
-  echo "| $what | $(spread "${ours[@]}") Gb/s | $(spread "${nodelay[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${nodelay[*]}") |" \
+  key="$1 $2"
+  [ "$4" = 1 ] || key="$key $4"
+  [ -z "${5:-}" ] || key="$key $5"
+  T[$key]=$(paired_ratio "${ours[*]}" "${nodelay[*]}") TR[$key]=$(median "${ours[@]}") TB[$key]=$(median "${nodelay[@]}")
+  echo "| $what | $(spread "${ours[@]}") Gb/s | $(spread "${nodelay[@]}") Gb/s | ${T[$key]} |" \
     "$(spread "${nagle[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${nagle[*]}") |"
 done
 PIN=0
 table_load
 echo
-echo "Reading the ratios: on this 2-core virtual machine each agent (with its recorder)"
-echo "shares the two cores with the other and with the bridge's softirq work. Ratios above"
-echo "100% are not wins. iperf3 3.12 drives all of a process's streams from one thread a"
-echo "side, so four flows on the agents' one I/O thread are like for like with iperf3 -P 4,"
-echo "and their 105% comes from a few slow runs of iperf3 (32-64 Gb/s, the agents' 60-64)."
-echo "With two I/O threads a side (\`--io-threads 2\`) the agents use both cores for four"
-echo "flows and iperf3 -P 4 does not: 98 Gb/s, a real rate (in a run after the table, 12 GiB"
-echo "took 1.11 s from the first byte to the last, the sending agent using 0.96 s of CPU),"
-echo "and not a like-for-like comparison. 16 flows are compared with 4 iperf3 processes of 4"
-echo "streams each, which use both cores, and there the agents fall short: 85% with one I/O"
-echo "thread, 87% with two. In runs after the table (2026-12-06, one or two runs each, 1-minute load 0.01-0.5 at their start), two"
-echo "I/O threads moved 84-90 Gb/s with 4 or 8 flows and 55-75 with 16; with 16 flows the"
+echo "Reading the ratios: where the two hosts share the machine's cores, each agent (with"
+echo "its recorder) shares them with the other and with the bridge's softirq work. Ratios"
+echo "above 100% are not wins. iperf3 3.12 drives all of a process's streams from one thread"
+echo "a side, so four flows on the agents' one I/O thread are like for like with iperf3 -P 4:"
+echo "${T[8MiB 4]}. With two I/O threads a side (\`--io-threads 2\`) the agents can use two"
+echo "cores for four flows and iperf3 -P 4 cannot: ${TR[8MiB 4 2]} Gb/s, ${T[8MiB 4 2]}, not a like-for-like"
+echo "comparison. 16 flows are compared with 4 iperf3 processes of 4 streams each, which use"
+echo "both cores: ${T[8MiB 16]} with one I/O thread, ${T[8MiB 16 2]} with two, and ${T[8MiB 16 2 nospin]} with two and"
+echo "no look at dry sockets (\`--spin-us 0\`, as \`replay --local\` and \`--testbed\` run agents"
+echo "whose I/O threads outnumber the machine's cores: Agents sharing cores, below). In runs"
+echo "of 2026-12-06 (one or two runs each, 1-minute load 0.01-0.5 at their start), two I/O"
+echo "threads moved 84-90 Gb/s with 4 or 8 flows and 55-75 with 16; with 16 flows the"
 echo "sending agent's copy into socket buffers cost about 1.8 times as much per byte as with"
 echo "four (perf record); turns of 2 reads and 1 write instead of 16 and 4 changed nothing;"
 echo "four I/O threads moved 60, and pinning them 35. The senders retransmitted 14-349"
@@ -247,7 +264,8 @@ for ((k = 0; k < REPS; k++)); do
   ours+=("$(tput 1MiB 1 12000 1)")
   lowat+=("$(pair_rate "send" 1048576 12000 131072 131072 | gbps)")
 done
-echo "| 1 flow, 1MiB messages | $(spread "${ours[@]}") Gb/s | $(spread "${plain[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${plain[*]}") |" \
+PAIR=$(paired_ratio "${ours[*]}" "${plain[*]}")
+echo "| 1 flow, 1MiB messages | $(spread "${ours[@]}") Gb/s | $(spread "${plain[@]}") Gb/s | $PAIR |" \
   "$(spread "${lowat[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${lowat[*]}") |"
 table_load
 echo
@@ -320,16 +338,17 @@ for ((k = 0; k < REPS; k++)); do
 done
 echo "| 1 flow each way, 8MiB messages | $(spread "${ours[@]}") Gb/s | $(spread "${bidir[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${bidir[*]}") |" \
   "$(spread "${two[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${two[*]}") |"
+TWO_MED=$(median "${two[@]}") TWO_RATIO=$(med "$(paired_ratio "${ours[*]}" "${two[*]}")")
 table_load
 echo
-echo "Above 100% against iperf3 --bidir, and not a win: iperf3 3.12 serves both directions"
+echo "Against iperf3 --bidir the ratio is no measure of the replayer: iperf3 3.12 serves both directions"
 echo "from one select() loop a side and starves one of them. In a run of 6.25 GB"
 echo "(2026-12-06, perf stat, cubic, nothing else running, 1-minute load 0.1 before it) it moved 57.9 Gb/s one way and"
 echo "6.7 the other; its server, busy reading, wrote 6 025 times against its client's 51"
 echo "247. The agents moved 6.7 GB each way in 1.33 s, 52 004 writes a side: each core sends"
 echo "one flow and receives the other, where iperf3's rate is about one flow's. Two iperf3"
-echo "processes a side, one each way, run two threads a side and reach 120 Gb/s; the agents,"
-echo "with one I/O thread each for both directions, 68% of that. Under BBR (2026-12-05) both"
+echo "processes a side, one each way, run two threads a side and reach $TWO_MED Gb/s in the table;"
+echo "the agents, with one I/O thread each for both directions, $TWO_RATIO of that. Under BBR (2026-12-05) both"
 echo "iperf3 baselines read without a low-water mark where the agents read with one, and"
 echo "iperf3 --bidir was switched out 1 058-3 009 times a side against the agents' 334-398,"
 echo "for about the same CPU time."
@@ -522,19 +541,30 @@ for spec in "4096 600000" "65536 200000" "65536 200000 pin" "4096 600000 --no-tx
     [ $# = 0 ] || label="$label, \`$*\`"
     [ $stamps = 0 ] || cells="| $(spread "${stamped[@]}") | $(paired_ratio "${ours[*]}" "${stamped[*]}") |"
   fi
-  echo "| $label | $(spread "${ours[@]}") | $(spread "${plain[@]}") | $(paired_ratio "${ours[*]}" "${plain[*]}") $cells"
+  ratio=$(paired_ratio "${ours[*]}" "${plain[*]}")
+  case "$spec" in
+    "$size $count")
+      S[$size plain]=$ratio S[$size stamped]=$(paired_ratio "${ours[*]}" "${stamped[*]}")
+      LOOP[$size]=$(median "${plain[@]}") LOOP_STAMPED[$size]=$(median "${stamped[@]}") ;;
+    "$size $count --tx-stamp-every 16") S[$size every16]=$ratio ;;
+  esac
+  echo "| $label | $(spread "${ours[@]}") | $(spread "${plain[@]}") | $ratio $cells"
 done
 PIN=0
+# The kernel's timestamps alone: the stamped loop's rate as a share of the plain one's.
+share() { awk -v a="${LOOP_STAMPED[$1]}" -v b="${LOOP[$1]}" 'BEGIN {printf "%.0f%%", 100 * a / b}'; }
+LOOP4=$(share 4096)
 table_load
 echo
 echo "Measurement has a cost of its own, in the kernel: in the table above, the transmit"
-echo "timestamps alone took the blocking loop from 363 000 to 251 000 messages of 4 KiB a"
-echo "second (69%), and from 113 000 to 99 000 of 64 KiB (88%). So against the plain loop,"
-echo "every message stamped, the agent reached 59% with 4 KiB messages: no sender that"
-echo "stamps every message can pass the timestamped loop's 69% here. Stamping every 16th"
-echo "message of each flow (\`--tx-stamp-every 16\`; the results say they are sampled, and"
-echo "every message keeps its other times) takes most of that cost off: 79% of the plain"
-echo "loop with 4 KiB messages and 93% with 64 KiB ones, the last two rows."
+echo "timestamps alone took the blocking loop from ${LOOP[4096]} to ${LOOP_STAMPED[4096]} messages of 4 KiB a"
+echo "second ($LOOP4), and from ${LOOP[65536]} to ${LOOP_STAMPED[65536]} of 64 KiB ($(share 65536)). So against the plain"
+echo "loop, every message stamped, the agent reached $(med "${S[4096 plain]}") with 4 KiB messages and the"
+echo "timestamped loop $LOOP4 (it reads its reports after each write, the agent 16 at a"
+echo "time). Stamping every 16th message of each flow (\`--tx-stamp-every 16\`; the results"
+echo "say they are sampled, and every message keeps its other times): $(med "${S[4096 every16]}") of the plain"
+echo "loop with 4 KiB messages and $(med "${S[65536 every16]}") with 64 KiB ones, the"
+echo "last two rows. Ratios above 100% are no wins here either (Reading the ratios, above)."
 echo
 echo "Where a stamped 4 KiB message's cost goes (2026-12-06, Intel Xeon machine, 1-minute"
 echo "load 0.3-0.4 before and after these runs, nothing else running; 600 000 messages, perf"
@@ -551,7 +581,7 @@ echo "against the plain loop (the table's row without them)."
 echo
 echo "On the AMD EPYC machine the agent's 4 KiB median was 110% (92-151%) of the loop's: a"
 echo "ratio above 100%, and no win, as the ranges overlapped widely. On the Intel Xeon"
-echo "machine it is well below, for the reason that follows."
+echo "machine it was well below, for the reason that follows."
 echo
 echo "Transmit timestamps lost, and found (2026-12-05, Intel Xeon machine). A sending agent"
 echo "read its timestamp reports when its event loop saw the socket signal them, and a flow"
@@ -653,7 +683,6 @@ echo "than the first byte, did not change the rate beyond the noise (4 rounds ea
 echo
 echo "### Under a pacing congestion control"
 echo
-PACED=${PACED:-bbr}
 if [ "$PACED" = "$CC" ] || ! set_cc "$PACED" 2> /dev/null; then
   echo "Not measured: this host has no $PACED other than the tables' own."
 else
@@ -676,6 +705,7 @@ else
     what="1 flow, $1 messages"
     [ "$2" = 1 ] || what="$2 flows (iperf3 -P $2), $1 messages"
     echo "| $what | $(spread "${ours[@]}") Gb/s | iperf3 -N: $(spread "${base[@]}") Gb/s | $(paired_ratio "${ours[*]}" "${base[*]}") |"
+    PACED_OURS[$1 $2]=$(median "${ours[@]}") PACED_BASE[$1 $2]=$(spread "${base[@]}")
   done
   ours=() base=()
   for ((k = 0; k < REPS; k++)); do
@@ -688,13 +718,13 @@ else
   echo "| 64 KiB messages a second | $(spread "${ours[@]}") | blocking loop: $(spread "${base[@]}") | $(paired_ratio "${ours[*]}" "${base[*]}") |"
   table_load
   echo
-  echo "Under BBR the sender paces, and on this bridge, where a round trip takes microseconds,"
-  echo "its pacing switches between rates that last tenths of a second (Runs as long as"
-  echo "iperf3's, above): iperf3 -N's one flow moved little more than half its rate under"
-  echo "cubic, and four flows 25-60 Gb/s from one run to the next. The agents read with the"
-  echo "low-water mark here (above the blocking pair's table). Their ratios above 100% are"
-  echo "iperf3's slow states, not the agents' speed; the agents themselves moved a fifth to a"
-  echo "quarter less than under cubic."
+  echo "Under $PACED the sender paces, and on this bridge, where a round trip takes"
+  echo "microseconds, its pacing switches between rates that last tenths of a second (Runs as"
+  echo "long as iperf3's, above): here iperf3 -N's one flow moved ${PACED_BASE[1MiB 1]} Gb/s (a median of"
+  echo "${TB[1MiB 1]} under $CC, above), and its four flows ${PACED_BASE[8MiB 4]}. The agents read with the"
+  echo "low-water mark here (above the blocking pair's table); their one flow moved a median"
+  echo "${PACED_OURS[1MiB 1]} Gb/s against ${TR[1MiB 1]} under $CC, and four flows ${PACED_OURS[8MiB 4]} against ${TR[8MiB 4]}. A"
+  echo "ratio above 100% here is iperf3's slow states, not the agents' speed."
   set_cc "$CC"
 fi
 echo
@@ -777,6 +807,8 @@ for i in "${!specs[@]}"; do
   echo "| $label | $prio | $(spread_signed ${p50[$i]}) us | $(spread ${p99[$i]}) us | $(spread ${pmax[$i]}) us" \
     "| $(spread_signed ${l50[$i]}) us | $(spread ${l99[$i]}) us | $(spread ${lmax[$i]}) us |"
 done
+# shellcheck disable=SC2086  # lists of figures
+START_P99=$(median ${p99[2]}) START_P99_RT=$(median ${p99[5]})  # the 500 us spin rows
 table_load
 echo
 echo "What the machine takes from a core that only spins (bench/vcpu_gaps, 3 s on core 0"
@@ -824,3 +856,6 @@ PY
   echo "| $1 | $3 | $replayed | $sim | $model |"
 done
 table_load
+exec 1>&3 3>&-
+intro
+cat "$body"
