@@ -60,10 +60,15 @@ intro() {
   echo
   echo "Where: the tables are regenerated on whatever machine runs \`bench/run.sh\`, named at"
   echo "the end of this section; each table starts once the machine is quiet (1-minute load"
-  echo "0.5 or less) and says its load. Both hosts run the TCP congestion control $CC"
-  echo "(\`CC=NAME bench/dataplane.sh\` chooses another), agents and baselines alike; a last"
-  echo "table repeats the rows it moves most under $PACED (Under a pacing congestion control,"
-  echo "below). In the tables below: one flow at $(med "${T[1MiB 1]}"), $(med "${T[8MiB 1]}") and $(med "${T[64MiB 1]}") of iperf3 -N with 1,"
+  echo "${TW_BENCH_MAX_LOAD:-0.5} or less, or after ten minutes without) and says its load. Both hosts run the"
+  echo "TCP congestion control $CC (\`CC=NAME bench/dataplane.sh\` chooses another), agents"
+  if [ "$PACED_MEASURED" = 1 ]; then
+    echo "and baselines alike; a last table repeats the rows it moves most under $PACED (Under"
+    echo "a pacing congestion control, below)."
+  else
+    echo "and baselines alike."
+  fi
+  echo "In the tables below: one flow at $(med "${T[1MiB 1]}"), $(med "${T[8MiB 1]}") and $(med "${T[64MiB 1]}") of iperf3 -N with 1,"
   echo "8 and 64 MiB messages ($(med "${T[1MiB 1 pin]}") with 1 MiB, each side pinned; $(med "$PAIR") of a blocking"
   echo "pair); four flows at $(med "${T[8MiB 4]}") ($(med "${T[8MiB 4 2]}") with the agents' two I/O threads, against"
   echo "iperf3's one: Reading the ratios); 16 flows at $(med "${T[8MiB 16]}") of four iperf3 processes,"
@@ -84,7 +89,7 @@ intro() {
   echo "messages, 30% with 1 MiB ones."
   echo
 }
-PACED=${PACED:-bbr}
+PACED=${PACED:-bbr} PACED_MEASURED=0
 body=$work/body.md
 exec 3>&1 > "$body"
 echo "### Throughput"
@@ -114,7 +119,7 @@ tput() {  # SIZE FLOWS COUNT IO_THREADS -> Gb/s; fails (and the script with it) 
   rm -rf "$work/t"
   echo "${v%% *}"
 }
-# Every run carries 12.6-12.9 GB, 2-4 s at this machine's rates, about as long as
+# Every run carries 12.6-12.9 GB, 2-7 s at these machines' rates, about as long as
 # iperf3's 4 s: the rate of either switches between steady states that last tenths
 # of a second (Runs as long as iperf3's, below), so a shorter run draws one or two.
 for spec in "1MiB 1 12000 1" "1MiB 1 12000 1 pin" "8MiB 1 1500 1" "64MiB 1 192 1" "8MiB 4 384 1" "8MiB 4 384 1 nospin" \
@@ -157,10 +162,11 @@ echo "${T[8MiB 4]}. With two I/O threads a side (\`--io-threads 2\`) the agents 
 echo "cores for four flows and iperf3 -P 4 cannot: ${TR[8MiB 4 2]} Gb/s, ${T[8MiB 4 2]}, not a like-for-like"
 echo "comparison. 16 flows are compared with 4 iperf3 processes of 4 streams each, which use"
 echo "both cores: ${T[8MiB 16]} with one I/O thread, ${T[8MiB 16 2]} with two, and ${T[8MiB 16 2 nospin]} with two and"
-echo "no look at dry sockets (\`--spin-us 0\`, as \`replay --local\` and \`--testbed\` run agents"
-echo "whose I/O threads outnumber the machine's cores: Agents sharing cores, below). In runs"
-echo "of 2026-12-06 (one or two runs each, 1-minute load 0.01-0.5 at their start), two I/O"
-echo "threads moved 84-90 Gb/s with 4 or 8 flows and 55-75 with 16; with 16 flows the"
+echo "no look at dry sockets (\`--spin-us 0\`, as \`run --testbed\` runs agents that are as many"
+echo "as the machine's cores, or whose I/O threads outnumber them: Agents sharing cores,"
+echo "below). In runs on the Intel Xeon machine (2026-12-06, one or two runs each, 1-minute"
+echo "load 0.01-0.5 at their start), two I/O threads moved 84-90 Gb/s with 4 or 8 flows and"
+echo "55-75 with 16; with 16 flows the"
 echo "sending agent's copy into socket buffers cost about 1.8 times as much per byte as with"
 echo "four (perf record); turns of 2 reads and 1 write instead of 16 and 4 changed nothing;"
 echo "four I/O threads moved 60, and pinning them 35. The senders retransmitted 14-349"
@@ -192,7 +198,9 @@ echo "moved the rate beyond the noise (paired rounds, each ratio the change's ra
 echo "default's beside it). Writes that end at a 64-byte stream position, so that flows"
 echo "sharing a sending thread keep each other's receive copies aligned (copy_alignment.hpp;"
 echo "with 8 MiB messages each one's 24-byte header shifts the others): median ratio 1.04"
-echo "(0.96-1.10), 6 rounds. No look (\`--spin-us 0\`): 1.05 (0.84-1.14), 10 rounds. One flow"
+echo "(0.96-1.10), 6 rounds. No look (\`--spin-us 0\`): 1.05 (0.84-1.14), 10 rounds (later"
+echo "rounds made it the replays' choice where agents' I/O threads outnumber the cores:"
+echo "Agents sharing cores, below). One flow"
 echo "of a thread looking at a time instead of each: 1.02 (0.94-1.21), 8 rounds; it made 56 000"
 echo "reads and 21 000 epoll_wait a second. What the profile did not show were the context"
 echo "switches of a sender and its receiver sharing a core: Agents sharing cores, below."
@@ -202,7 +210,7 @@ echo "these runs alone). Until then the agents' runs carried 2.0-3.4 GB, 0.5-0.9
 echo "rates, against iperf3's 4 s, and the rows with four flows and 64 KiB messages fell"
 echo "short by as much from one run of the whole table to the next as they did of their"
 echo "baselines (64 KiB: 86%, 93%, then 54% of the timestamped loop, the agent unchanged for"
-echo "it). On this machine the rate of any sender switches between steady states that last"
+echo "it). On that machine the rate of any sender switched between steady states that last"
 echo "tenths of a second: iperf3 -N with 64 KiB writes moved 10.3-58.8 Gb/s from one 100 ms"
 echo "interval to the next within runs of 1 s; a run of the agents of 50 000 such messages"
 echo "(0.95 s) moved 13.3-14.3 Gb/s for its first 290 ms, then 22-43. In the slow states the"
@@ -217,7 +225,8 @@ echo "paired rounds: 100 iterations median 41.1 Gb/s, 400 iterations 52.2, iperf
 echo "KiB messages against the timestamped loop: 50 000 a run, median ratio 86% (34-139%) in"
 echo "20 paired rounds and 85% (46-102%) in 16 more; 200 000 a run, 96-112% in 6. Every run"
 echo "of the tables above and below now carries 12.6-12.9 GB (small messages: 2.4 GB of 4"
-echo "KiB, 13 GB of 64 KiB), 2-4 s. Tried in the same hour and not kept: reading only when"
+echo "KiB, 13 GB of 64 KiB), 2-4 s there and 3-7 s on the AMD EPYC machine. Tried in the same"
+echo "hour and not kept: reading only when"
 echo "the socket holds the rest of the message (asked with SIOCINQ), which cut the receiver's"
 echo "acknowledgements of 64 KiB messages from 1.6 to 1.0 a message (nstat) but raised the"
 echo "rate in only 7 of 20 paired rounds (median ratio 82% against 86%), and four flows'"
@@ -236,7 +245,7 @@ pair_rate() {  # MODE SIZE COUNT [LOWAT [CHUNK]] -> msg/s ("" for no LOWAT)
 }
 echo "iperf3's receiver wakes for every few segments that arrive. Under a pacing congestion"
 echo "control (BBR) an agent's incoming flow asks for the rest of its message, up to 128 KiB"
-echo "(SO_RCVLOWAT), before it wakes; under cubic, as here, it reads as iperf3's does. While"
+echo "(SO_RCVLOWAT), before it wakes; under cubic it reads as iperf3's does. While"
 echo "fewer bytes than the mark wait, Linux acknowledges every arrival of more than a"
 echo "segment at once (__tcp_ack_snd_check), and cubic's bursts queue up while a reader"
 echo "wakes: under cubic the mark doubled a blocking pair's acknowledgements (11-12 a"
@@ -247,7 +256,7 @@ echo "against 65, 2 rounds). Paced bytes arrive a burst at a time and are acknow
 echo "as often without it, so under BBR the mark only saves wake-ups, which on one host are"
 echo "paid on the sender's core (the bridge runs the receiving side's TCP input there): four"
 echo "flows moved 45-57 Gb/s with it against 30-37 without (3 of 3 rounds), one flow a"
-echo "median 50 against 43 (4 of 5). So the agents set it only where their connection's"
+echo "median 50 against 43 (4 of 5; the same machine and day). So the agents set it only where their connection's"
 echo "congestion control paces (incoming_flow.cpp). The blocking pair (bench/blocking_pair)"
 echo "writes as the agents do (128 KiB a call, from a buffer aligned to a cache line) and"
 echo "reads 256 KiB a call, without and with the"
@@ -343,7 +352,7 @@ table_load
 echo
 echo "Against iperf3 --bidir the ratio is no measure of the replayer: iperf3 3.12 serves both directions"
 echo "from one select() loop a side and starves one of them. In a run of 6.25 GB"
-echo "(2026-12-06, perf stat, cubic, nothing else running, 1-minute load 0.1 before it) it moved 57.9 Gb/s one way and"
+echo "(2026-12-06, Intel Xeon machine, perf stat, cubic, nothing else running, 1-minute load 0.1 before it) it moved 57.9 Gb/s one way and"
 echo "6.7 the other; its server, busy reading, wrote 6 025 times against its client's 51"
 echo "247. The agents moved 6.7 GB each way in 1.33 s, 52 004 writes a side: each core sends"
 echo "one flow and receives the other, where iperf3's rate is about one flow's. Two iperf3"
@@ -353,7 +362,7 @@ echo "iperf3 baselines read without a low-water mark where the agents read with 
 echo "iperf3 --bidir was switched out 1 058-3 009 times a side against the agents' 334-398,"
 echo "for about the same CPU time."
 echo
-echo "Where the time went before the copies were aligned (2026-12-03; perf stat -e"
+echo "Where the time went before the copies were aligned (2026-12-03, AMD EPYC machine; perf stat -e"
 echo "task-clock and perf record; one flow of 8 MiB"
 echo "messages, 2.5 GB in all, the sender pinned to core 0 and the receiver to core 1; 5"
 echo "runs alternating with the baselines; load 0.26 before, 0.50 after; median (range)):"
@@ -418,8 +427,8 @@ echo "Changes that did not help, in paired runs before it: reading at a fixed of
 echo "rather than the stream position's alignment; ending every write at a 64-byte"
 echo "boundary of the flow's stream; no SO_RCVLOWAT; SO_RCVBUF fixed at 1 or 2 MB (256"
 echo "KB made it slower); 1 or 2 reads per incoming flow's turn instead of 16. Both"
-echo "sides use the system's congestion control, BBR (the namespaces allow only reno"
-echo "and bbr), as iperf3 does here."
+echo "sides used the system's congestion control then, BBR (the namespaces allowed only"
+echo "reno and bbr), as iperf3 did."
 echo
 echo "Four flows, where the sender's time goes (2026-12-05, AMD EPYC machine, 1-minute load"
 echo "0.03 at the start; 3.36 GB in four flows of 8 MiB messages against iperf3 -P 4 -N"
@@ -446,7 +455,7 @@ echo "without, and in 3 more the receiving agent was switched out 2 250-3 300 ti
 echo "run against 8 000-12 600. The Intel Xeon machine does not show it: in 8 paired rounds"
 echo "there (2026-12-06, 1-minute load 0.00 before them, nothing else running) four flows"
 echo "moved 42.9-56.1 Gb/s (median 51.0) spinning and"
-echo "44.0-59.0 (52.7) without, and the table's two rows overlap as widely."
+echo "44.0-59.0 (52.7) without, and that day's table's two rows overlapped as widely."
 echo
 echo "Four flows, still short (2026-12-05, AMD EPYC machine, 1-minute load up to 1.0 from"
 echo "these runs alone): in 2 runs with ss -ti at the sender, the agent's four connections"
@@ -511,7 +520,7 @@ echo "|---|---|---|---|---|---|"
 quiet_table_start
 # The agents' options of a row follow its size and count; the timestamped loop is
 # the baseline wherever the agents ask for transmit timestamps.
-# 2-4 s a run at this machine's rates, as the throughput table's.
+# 2-7 s a run at these machines' rates, as the throughput table's.
 for spec in "4096 600000" "65536 200000" "65536 200000 pin" "4096 600000 --no-tx-timestamps" "4096 600000 --read-gap-us 0" \
   "4096 600000 --tx-stamp-every 16" "65536 200000 --tx-stamp-every 16"; do
   set -- $spec
@@ -551,14 +560,16 @@ for spec in "4096 600000" "65536 200000" "65536 200000 pin" "4096 600000 --no-tx
   echo "| $label | $(spread "${ours[@]}") | $(spread "${plain[@]}") | $ratio $cells"
 done
 PIN=0
+# 128928 -> "128 928"
+grouped() { awk -v n="$1" 'BEGIN {s = sprintf("%.0f", n); t = ""; while (length(s) > 3) {t = " " substr(s, length(s) - 2) t; s = substr(s, 1, length(s) - 3)}; print s t}'; }
 # The kernel's timestamps alone: the stamped loop's rate as a share of the plain one's.
 share() { awk -v a="${LOOP_STAMPED[$1]}" -v b="${LOOP[$1]}" 'BEGIN {printf "%.0f%%", 100 * a / b}'; }
 LOOP4=$(share 4096)
 table_load
 echo
 echo "Measurement has a cost of its own, in the kernel: in the table above, the transmit"
-echo "timestamps alone took the blocking loop from ${LOOP[4096]} to ${LOOP_STAMPED[4096]} messages of 4 KiB a"
-echo "second ($LOOP4), and from ${LOOP[65536]} to ${LOOP_STAMPED[65536]} of 64 KiB ($(share 65536)). So against the plain"
+echo "timestamps alone took the blocking loop from $(grouped "${LOOP[4096]}") to $(grouped "${LOOP_STAMPED[4096]}") messages of 4 KiB a"
+echo "second ($LOOP4), and from $(grouped "${LOOP[65536]}") to $(grouped "${LOOP_STAMPED[65536]}") of 64 KiB ($(share 65536)). So against the plain"
 echo "loop, every message stamped, the agent reached $(med "${S[4096 plain]}") with 4 KiB messages and the"
 echo "timestamped loop $LOOP4 (it reads its reports after each write, the agent 16 at a"
 echo "time). Stamping every 16th message of each flow (\`--tx-stamp-every 16\`; the results"
@@ -576,12 +587,13 @@ echo "sock_def_error_report took 5.2% of the agent's samples against 0.8% of the
 echo "Asio keeps a socket registered with epoll as long as it is open, so each of a"
 echo "message's two reports runs epoll's wake-up callback, where the loop's reports find"
 echo "nobody waiting. Taking a busy socket out of epoll and back costs two system calls per"
-echo "wait; not done. Without transmit timestamps the agent keeps about the same share"
-echo "against the plain loop (the table's row without them)."
+echo "wait; not done. Without transmit timestamps the agent kept about the same share"
+echo "against the plain loop on that machine then."
 echo
-echo "On the AMD EPYC machine the agent's 4 KiB median was 110% (92-151%) of the loop's: a"
-echo "ratio above 100%, and no win, as the ranges overlapped widely. On the Intel Xeon"
-echo "machine it was well below, for the reason that follows."
+echo "In the AMD EPYC machine's table of 2026-12-05, before the fix below, the agent's 4 KiB"
+echo "median was 110% (92-151%) of the plain loop's: a ratio above 100%, and no win, as the"
+echo "ranges overlapped widely. On the Intel Xeon machine it was well below, for the reason"
+echo "that follows."
 echo
 echo "Transmit timestamps lost, and found (2026-12-05, Intel Xeon machine). A sending agent"
 echo "read its timestamp reports when its event loop saw the socket signal them, and a flow"
@@ -686,6 +698,7 @@ echo
 if [ "$PACED" = "$CC" ] || ! set_cc "$PACED" 2> /dev/null; then
   echo "Not measured: this host has no $PACED other than the tables' own."
 else
+  PACED_MEASURED=1
   own=""
   [ "$(sysctl -n net.ipv4.tcp_congestion_control)" = "$PACED" ] && own=" (this machine's own default)"
   echo "The rows above that the congestion control moves most, with both hosts under $PACED$own,"
@@ -733,7 +746,8 @@ echo
 echo "Messages of 4 KiB, each planned 1 ms after the previous one was handed to the kernel;"
 echo "the error is the time from the planned start to the first write. Spinning costs the"
 echo "agent's core for the spin window before every deadline; on this virtual machine timer"
-echo "wake-ups are often hundreds of microseconds late, which only a long window absorbs."
+echo "wake-ups come tens of microseconds late at the p99 and milliseconds late at worst (the"
+echo "bare loop's rows without a spin), and the longer the window the more of that it absorbs."
 echo
 echo "The baseline is a bare loop on the same hosts (bench/blocking_pair send-paced): it"
 echo "sleeps in clock_nanosleep until the spin window (with a timer slack of 1 ns: the"

@@ -57,7 +57,7 @@ echo "side, against four iperf3 -N processes of -P 4 (as the data plane's 16-flo
 echo "receiver-side rate, median of $REPS runs (range), the five alternating; each ratio"
 echo "the median of the ratios of a run to the run beside it. Each policy with the look at"
 echo "a dry socket of agents started by hand (\`--spin-us 20\`) and without it (\`--spin-us"
-echo "0\`, as \`replay --testbed\` chooses here: four I/O threads on two cores). Context"
+echo "0\`, as \`run --testbed\` chooses here: two agents on two cores). Context"
 echo "switches: the whole machine's (/proc/stat) per GB received, over each run."
 echo
 echo "| what | rate | ratio to iperf3 | context switches per GB |"
@@ -104,9 +104,11 @@ echo "per GB did not fall (3 700-4 800 without, 3 100-5 000 with, iperf3's 900-1
 echo "nstat), and the context switches rose: what the look cost was the core's time. Four"
 echo "flows on two I/O threads a side moved more without it in 5 of 5 rounds (101-151%,"
 echo "from 0.48); four flows on one I/O thread a side, two threads on two cores, 3 of 5,"
-echo "within the noise. So \`replay --local\` and \`--testbed\` turn the spin off where the"
-echo "agents' I/O threads on the machine outnumber its cores, as they did where the agents"
-echo "alone are as many as the cores."
+echo "within the noise. So \`replay --local\`, \`run --local\` and \`run --testbed\`, which"
+echo "turned the spin off where a machine's agents are as many as its cores (as here), now"
+echo "also turn it off where their I/O threads outnumber its cores (three agents of two"
+echo "threads on four cores, say). Agents started by hand (\`tensorwire agent\`, as these"
+echo "benchmarks start them) spin unless told otherwise: one agent does not know the others."
 echo
 echo "Where the normal policy's rate goes (2026-12-06, the 2-core AMD EPYC virtual machine,"
 echo "Linux 6.18.44-fc-v1272, cubic, 1-minute load at most 0.5 before each set of runs;"

@@ -521,7 +521,7 @@ TEST(Replay, StragglersAndLatencyAreEmulated) {
   const Profile p = load(profile);
   const RunCheck c = check(p, dir.path(), {5, false, 50 * kMicro});
   EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
-  // Agents that do not spin (as many as the cores) end a compute when a timer set
+  // Agents that do not spin (as many as the cores, or their threads more) end a compute when a timer set
   // early by their usual wake-up delay fires: on time on average, and up to
   // kMaxTimerLead short when a wake-up comes sooner than usual.
   const Nanos early = spun(dir.path()) ? 0 : kMaxTimerLead;

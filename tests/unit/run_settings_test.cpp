@@ -17,7 +17,7 @@ namespace {
 
 Profile mlp() { return load_profile_or_throw(std::string(TW_SOURCE_DIR) + "/traffic_profiles/mlp-ring-2.yaml"); }
 
-TEST(RunSettings, SpinsUnlessLocalAgentsOutnumberTheCores) {
+TEST(RunSettings, SpinsUnlessLocalAgentsOrTheirThreadsCrowdTheCores) {
   ReplayOptions o;
   EXPECT_EQ(agents_on_this_machine(3, 0, 3), 3u) << "--local 3";
   EXPECT_EQ(agents_on_this_machine(0, 2, 3), 3u) << "a testbed's hosts share this machine";

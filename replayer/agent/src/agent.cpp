@@ -586,8 +586,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     if (const auto w = executor_.next_wake(); w && (!armed_wake_ || *w < *armed_wake_)) {
       armed_wake_ = w;
       // Spinning: woken early by the timer's usual delay, then spinning to the
-      // planned time, so a send never goes before it. Not spinning (more agents
-      // than cores: a spinning agent takes another's core): set that much early
+      // planned time, so a send never goes before it. Not spinning (agents or
+      // their threads crowding the cores: a spinning agent takes another's core): set that much early
       // and what was planned for the wake goes when it fires, so sends start as
       // often before their planned time as after.
       const WakePlan plan = plan_wake(*w, c_.spin, wake_delay_);
