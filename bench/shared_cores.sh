@@ -4,8 +4,10 @@
 # measured in the same run:
 #   throughput  16 flows of 8 MiB messages between two hosts of the namespace
 #               testbed, two I/O threads a side, at the normal policy and at
-#               SCHED_BATCH, against four iperf3 processes of -P 4 -N; the whole
-#               machine's context switches per GB received in each run
+#               SCHED_BATCH, each with and without the look at dry sockets
+#               (--spin-us 0), against four iperf3 processes of -P 4 -N; per GB
+#               received in each run, the whole machine's context switches and the
+#               segments the sending host took in (its acknowledgements)
 #   timing      the bundled 4-rank ResNet-50 ring replayed by 4 agents on this
 #               machine (replay --local 4), both policies: iteration time, and the
 #               error of iterations and messages against the timing model
@@ -23,16 +25,19 @@ RING_REPS=${RING_REPS:-5}
 
 switches() { awk '/^ctxt/ {print $2}' /proc/stat; }
 received() { ip netns exec $B awk 'NR > 2 {gsub(":", " "); s += $2} END {printf "%.0f\n", s}' /proc/net/dev; }
+# The TCP segments host A (the sender) has taken in: its acknowledgements.
+acks() { ip netns exec $A awk '$1 == "Tcp:" {if (n++) print $i; else for (i = 1; i <= NF; i++) if ($i == "InSegs") break}' /proc/net/snmp; }
 # counted COMMAND...: COMMAND's output (a rate), then the context switches of the
-# whole machine per GB that B received while it ran; nothing when COMMAND failed
-# or printed nothing (the caller's read then fails, and with it the script).
+# whole machine and the segments A took in, per GB that B received while it ran;
+# nothing when COMMAND failed or printed nothing (the caller's read then fails,
+# and with it the script).
 counted() {
-  local s0 r0 v s1 r1
-  s0=$(switches) r0=$(received)
+  local s0 r0 a0 v s1 r1 a1
+  s0=$(switches) r0=$(received) a0=$(acks)
   v=$("$@") || return 1
   [ -n "$v" ] || return 1
-  s1=$(switches) r1=$(received)
-  echo "$v $(((s1 - s0) * 1000000000 / (r1 - r0 + 1)))"
+  s1=$(switches) r1=$(received) a1=$(acks)
+  echo "$v $(((s1 - s0) * 1000000000 / (r1 - r0 + 1))) $(((a1 - a0) * 1000000000 / (r1 - r0 + 1)))"
 }
 agents_rate() {  # [agent options] -> Gb/s
   local v
@@ -57,30 +62,34 @@ echo "side, against four iperf3 -N processes of -P 4 (as the data plane's 16-flo
 echo "receiver-side rate, median of $REPS runs (range), the five alternating; each ratio"
 echo "the median of the ratios of a run to the run beside it. Each policy with the look at"
 echo "a dry socket of agents started by hand (\`--spin-us 20\`) and without it (\`--spin-us"
-echo "0\`, as \`run --testbed\` chooses here: two agents on two cores). Context"
-echo "switches: the whole machine's (/proc/stat) per GB received, over each run."
+echo "0\`, as \`run --testbed\` chooses here: two agents on two cores). Per GB received,"
+echo "over each run: the whole machine's context switches (/proc/stat), and the TCP segments"
+echo "the sending host took in, its acknowledgements (/proc/net/snmp InSegs)."
 echo
-echo "| what | rate | ratio to iperf3 | context switches per GB |"
-echo "|---|---|---|---|"
+echo "| what | rate | ratio to iperf3 | context switches per GB | acknowledgements per GB |"
+echo "|---|---|---|---|---|"
 quiet_table_start
-base=() base_cs=()
-declare -A rates switches_of
-variants=("normal:" "normal0:--spin-us 0" "batch:--sched-batch" "batch0:--sched-batch --spin-us 0")
+declare -A rates switches_of acks_of
+variants=("iperf:" "normal:" "normal0:--spin-us 0" "batch:--sched-batch" "batch0:--sched-batch --spin-us 0")
 for ((k = 0; k < REPS; k++)); do
-  read -r v c < <(counted iperf 16 -N)
-  base+=("$v") base_cs+=("$c")
   for spec in "${variants[@]}"; do
     name=${spec%%:*} opts=${spec#*:}
-    # shellcheck disable=SC2086  # the variant's options, as words
-    read -r v c < <(counted agents_rate $opts)
-    rates[$name]="${rates[$name]:-} $v" switches_of[$name]="${switches_of[$name]:-} $c"
+    if [ "$name" = iperf ]; then
+      read -r v c a < <(counted iperf 16 -N)
+    else
+      # shellcheck disable=SC2086  # the variant's options, as words
+      read -r v c a < <(counted agents_rate $opts)
+    fi
+    rates[$name]="${rates[$name]:-} $v" switches_of[$name]="${switches_of[$name]:-} $c" acks_of[$name]="${acks_of[$name]:-} $a"
   done
 done
-echo "| iperf3 -N, 4 processes of -P 4 | $(spread "${base[@]}") Gb/s | | $(spread "${base_cs[@]}") |"
 row() {  # NAME LABEL
+  local ratio=""
+  [ "$1" = iperf ] || ratio=$(paired_ratio "${rates[$1]}" "${rates[iperf]}")
   # shellcheck disable=SC2086  # lists of figures
-  echo "| $2 | $(spread ${rates[$1]}) Gb/s | $(paired_ratio "${rates[$1]}" "${base[*]}") | $(spread ${switches_of[$1]}) |"
+  echo "| $2 | $(spread ${rates[$1]}) Gb/s | $ratio | $(spread ${switches_of[$1]}) | $(spread ${acks_of[$1]}) |"
 }
+row iperf "iperf3 -N, 4 processes of -P 4"
 row normal "tensorwire, normal policy"
 row normal0 "tensorwire, normal policy, \`--spin-us 0\`"
 row batch "tensorwire, \`--sched-batch\`"
@@ -94,20 +103,13 @@ echo
 echo "The look at a dry socket (\`--spin-us\`: a flow whose socket ran dry looks again for up"
 echo "to 20 us before it sleeps) saves a wake-up where a core would otherwise idle; here"
 echo "four I/O threads share two cores, and a looking thread holds one that another I/O"
-echo "thread, or the bridge's work for a sender, is waiting for. In 6 paired rounds before"
-echo "this table (2026-12-06, the same machine, from a load of 0.50), 16 flows at the"
-echo "normal policy moved more without the look in 6 of 6 (101-121%, median 107%): 84-96%"
-echo "of iperf3 (median 93%) against 72-94% (84%); the table above and 10 earlier rounds"
-echo "(Data plane, above: 105%, 84-114%) agree in the median, against runs that spread by a"
-echo "third. The acknowledgements the senders took"
-echo "per GB did not fall (3 700-4 800 without, 3 100-5 000 with, iperf3's 900-1 800;"
-echo "nstat), and the context switches rose: what the look cost was the core's time. Four"
-echo "flows on two I/O threads a side moved more without it in 5 of 5 rounds (101-151%,"
-echo "from 0.48); four flows on one I/O thread a side, two threads on two cores, 3 of 5,"
-echo "within the noise. So \`replay --local\`, \`run --local\` and \`run --testbed\`, which"
-echo "turned the spin off where a machine's agents are as many as its cores (as here), now"
-echo "also turn it off where their I/O threads outnumber its cores (three agents of two"
-echo "threads on four cores, say). Agents started by hand (\`tensorwire agent\`, as these"
+echo "thread, or the bridge's work for a sender, is waiting for. At the normal policy the"
+echo "senders took a median $(median ${acks_of[normal0]}) acknowledgements per GB without the look and $(median ${acks_of[normal]}) with it"
+echo "(iperf3's $(median ${acks_of[iperf]})), and the machine switched threads $(median ${switches_of[normal0]}) and $(median ${switches_of[normal]}) times per GB."
+echo "The replays follow the rows without the look: \`replay --local\`, \`run --local\` and"
+echo "\`run --testbed\`, which turned the spin off where a machine's agents are as many as"
+echo "its cores (as here), also turn it off where their I/O threads outnumber its cores"
+echo "(three agents of two threads on four cores, say). Agents started by hand (\`tensorwire agent\`, as these"
 echo "benchmarks start them) spin unless told otherwise: one agent does not know the others."
 echo
 echo "Where the normal policy's rate goes (2026-12-06, the 2-core AMD EPYC virtual machine,"
@@ -119,9 +121,8 @@ echo "threads, preempted). Each sending thread woke the receiving thread it fed 
 echo "core, 2 600-3 100 times a second: the bridge runs the receiving side's TCP input in the"
 echo "sender's system call, the wake-up lands there, and the receiver preempts the sender"
 echo "to read a few segments. iperf3's eight processes were switched out 2 900 times a"
-echo "second. In one pair of runs (from a load of 0.40) the receiver sent 2.4 times as many"
-echo "acknowledgements per GB as iperf3's (4 300 against 1 800, nstat): a receiver that"
-echo "reads as soon as bytes land keeps the window opening. The machine's CPU was otherwise"
+echo "second. A receiver that reads as soon as bytes land keeps the window opening, and is"
+echo "acknowledged more often: the table's last column. The machine's CPU was otherwise"
 echo "spent alike (user 1-6%, system 65-73%, softirq 20-28% of both cores, /proc/stat). In"
 echo "the first 8 paired rounds of the option (from a load of 0.47), 16 flows moved 44.0"
 echo "Gb/s (41.0-47.1) at SCHED_BATCH against 41.0"

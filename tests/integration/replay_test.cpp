@@ -521,9 +521,10 @@ TEST(Replay, StragglersAndLatencyAreEmulated) {
   const Profile p = load(profile);
   const RunCheck c = check(p, dir.path(), {5, false, 50 * kMicro});
   EXPECT_TRUE(c.problems.empty()) << joined(c.problems);
-  // Agents that do not spin (as many as the cores, or their threads more) end a compute when a timer set
-  // early by their usual wake-up delay fires: on time on average, and up to
-  // kMaxTimerLead short when a wake-up comes sooner than usual.
+  // Agents that do not spin (as many as the cores, or their threads more) end a
+  // compute when a timer set early by their usual wake-up delay fires: on time
+  // on average, and up to kMaxTimerLead short when a wake-up comes sooner than
+  // usual.
   const Nanos early = spun(dir.path()) ? 0 : kMaxTimerLead;
   std::size_t computes = 0, receipts = 0;
   for (std::size_t rank = 0; rank < 2; ++rank) {

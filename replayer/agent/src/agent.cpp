@@ -251,8 +251,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   // A sender and its receiver sharing a core otherwise take it from each other
   // at every few segments: with 16 flows between two agents on a 2-core host the
   // machine switched threads about a tenth as often per byte at this policy as
-  // at the normal one, and in most runs moved more (97-111% of the normal
-  // policy's rate, run for run, in four runs of docs/BENCHMARKS.md's Agents
+  // at the normal one, and in most runs moved more (docs/BENCHMARKS.md, Agents
   // sharing cores). Off unless asked for: a woken thread may wait up to a
   // scheduler slice for its core. True when the thread runs at it.
   bool make_batch() {
@@ -587,9 +586,9 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       armed_wake_ = w;
       // Spinning: woken early by the timer's usual delay, then spinning to the
       // planned time, so a send never goes before it. Not spinning (agents or
-      // their threads crowding the cores: a spinning agent takes another's core): set that much early
-      // and what was planned for the wake goes when it fires, so sends start as
-      // often before their planned time as after.
+      // their threads crowding the cores: a spinning agent takes another's
+      // core): set that much early and what was planned for the wake goes when
+      // it fires, so sends start as often before their planned time as after.
       const WakePlan plan = plan_wake(*w, c_.spin, wake_delay_);
       wake_.at(plan.set, [this, plan](Nanos now) {
         armed_wake_.reset();
