@@ -52,7 +52,8 @@ echo "| what | tensorwire run --testbed | iperf3 -N | ratio |"
 echo "|---|---|---|---|"
 table_start
 bounds=()
-# 12.6 GB a run, about as long as iperf3's 4 s (Data plane, Runs as long as iperf3's).
+# 12.6 GB a run, about as long as iperf3's 4 s (docs/dataplane-analyses.md, Runs as long
+# as iperf3's).
 for spec in "8MiB 1500 1" "8MiB 384 4"; do
   set -- $spec
   stream "$1" "$2" "$3" > "$work/p.yaml"

@@ -40,7 +40,7 @@ EOF
 
 # The replays' connections run cubic, whatever the host's default: under BBR one
 # pair of an unshaped ring now and then ran at a third of the others' rate for
-# part of a run (BBR's slow pacing states on the bridge, docs/BENCHMARKS.md), and
+# part of a run (BBR's slow pacing states on the bridge, docs/dataplane-analyses.md), and
 # a clean run's simulation came out 12% off the measured iteration (once, 2026-12-06).
 RUN_CC=(--congestion-control cubic)
 replay() {  # OUT PROFILE [run options]

@@ -125,7 +125,7 @@ void IncomingFlow::read_later() {
 // window that does not shrink), and on one host the sender processes each
 // acknowledgement inside its next sendmsg: with messages of 4 KiB, 0.93
 // acknowledgements a message against a blocking reader's 0.2-0.3, and 4.5 us of
-// the sender's CPU a message against 3.1 (docs/BENCHMARKS.md, Small messages).
+// the sender's CPU a message against 3.1 (docs/dataplane-analyses.md, Small messages).
 // Looking again no sooner than the gap after the last bytes lets what arrives
 // meanwhile gather into one read and one acknowledgement. Meanwhile the flow
 // looks at how much the socket holds (sight()), which costs a system call like
@@ -171,7 +171,8 @@ bool IncomingFlow::sight(int fd, Nanos now) {
 // core, where it cost more than the looking. Four flows of 8 MiB messages on one
 // thread moved 38.7-44.5 Gb/s with a 20 us spin at the receiver against
 // 35.6-39.1 without, the receiver sleeping a third as often (5 paired rounds,
-// docs/BENCHMARKS.md). Without spin (as many agents as cores) a flow sleeps at once.
+// docs/dataplane-analyses.md). Without spin (agents or their threads crowding the
+// cores) a flow sleeps at once.
 // At most kMostLook, whatever the spin before deadlines: the look bridges the gaps
 // of a stream, and a receiver spinning 500 us after every message (--spin-us 500)
 // took the sender's core often enough to double its start error's p99.
@@ -197,7 +198,7 @@ bool IncomingFlow::keep_looking() {
 // wake-ups at no cost in acknowledgements; bursts (cubic) queue up while a
 // reader wakes, and the mark doubles their acknowledgements. On one host, where
 // both are paid on the sender's core (Intel Xeon machine, 2026-12-06, paired
-// rounds, docs/BENCHMARKS.md):
+// rounds, docs/dataplane-analyses.md):
 // under BBR the mark took four flows of 8 MiB messages from 30-37 Gb/s to 45-57
 // (3 of 3) and one flow of 1 MiB messages from a median 43 to 50 (4 of 5); under
 // cubic it took one flow from 62-65 Gb/s to 52-54 (3 of 3), and a blocking pair

@@ -93,7 +93,7 @@ class OutgoingFlow {
   // A flow that wrote until its socket was full (megabytes) left the others to
   // drain and refill in turns that deep: four flows of 8 MiB messages on one
   // thread moved 18.4-34.6 Gb/s between two testbed hosts, median 23.0, and
-  // 20.4-38.3, median 37.6, taking turns (6 paired runs, docs/BENCHMARKS.md); as
+  // 20.4-38.3, median 37.6, taking turns (6 paired runs, docs/dataplane-analyses.md); as
   // iperf3 -P writes its streams. Alone on its thread a flow writes on: turns
   // cost a posted handler each, and one flow of 1 MiB messages taking them
   // moved 7% less (median of 6 paired runs).
