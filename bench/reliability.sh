@@ -122,16 +122,19 @@ done
 # ---- 2. hostile peers ------------------------------------------------------------
 "$TW" profile synth --model mlp --ranks 2 --iterations 100000 -o long2.yaml 2> /dev/null
 port=$((18300 + RANDOM % 200))
+# The flood outlasts the controller's join timeout: the agents must get in while it
+# holds the slots, not after it.
+flood_seconds=10 flood_join=5
 # The baseline: the same run, same limit, no flood.
 b0=$(date +%s.%N)
 (ulimit -n 200 && exec "$TW" run long2.yaml --local 2 --iterations 400 --out quiet-run --quiet) > /dev/null 2>&1
 b1=$(date +%s.%N)
 base_wall=$($PY -c "print(f'{$b1-$b0:.1f}')")
 (ulimit -n 200 && exec /usr/bin/time -f "%U %S %e" -o ctl-time.txt "$TW" run long2.yaml --expect 2 --listen 127.0.0.1:$port \
-  --token flood --iterations 400 --out flood-run --quiet) > /dev/null 2> flood.err &
+  --token flood --iterations 400 --out flood-run --quiet --join-timeout $flood_join) > /dev/null 2> flood.err &
 ctl=$!
 sleep 0.3
-$PY "$root/tests/integration/flood.py" 127.0.0.1 $port 400 4 > flood-opened.txt &
+$PY "$root/tests/integration/flood.py" 127.0.0.1 $port 400 $flood_seconds > flood-opened.txt &
 fl=$!
 sleep 1
 t0=$(date +%s.%N)
@@ -143,8 +146,9 @@ t1=$(date +%s.%N)
 wait
 read -r cu cs ce < ctl-time.txt
 flood_opened=$(cat flood-opened.txt)
-flood_refused=$(grep -oE 'refused [0-9]+ connection\(s\) in all' flood.err | tr -dc 0-9)
-flood_lines=$(grep -c 'refused a connection' flood.err)
+flood_closed=$(grep -oE 'closed [0-9]+ unauthenticated connection\(s\) in all' flood.err | tr -dc 0-9)
+flood_evicted=$(grep -oE '\([0-9]+ of them the oldest' flood.err | tr -dc 0-9)
+flood_lines=$(grep -c 'made room for a connection\|refused a connection' flood.err)
 flood_files=$(ls flood-run | grep -c -E '^(run|rank-[0-9]+)\.json$')
 flood_check=$("$TW" results check flood-run 2>&1 | grep -c ': ok: ')
 flood_cpu=$($PY -c "print(f'{($cu+$cs):.2f}')")
@@ -234,20 +238,22 @@ $forged_rows
 ## Hostile peers
 
 With \`ulimit -n 200\` for the controller and both agents, 400 idle connections
-held against the controller (each one it closes opened again) for 4 s while the
-agents join and run 400 iterations: the flood opened $flood_opened connections;
-the controller refused $flood_refused of them beyond its caps in $flood_lines log
-lines, used $flood_cpu CPU-s in all over ${ce} s of wall time (before the caps,
+held against the controller (each one it closes opened again) for $flood_seconds s, longer
+than its join timeout (\`--join-timeout $flood_join\`), while the agents join and run 400
+iterations: the flood opened $flood_opened connections; the controller closed
+$flood_closed of them beyond its caps ($flood_evicted of them the oldest, for newer ones)
+in $flood_lines log lines, used $flood_cpu CPU-s in all over ${ce} s of wall time (before the caps,
 e1308df spun at 0.85 CPU-s per second and lost its results), exited $ctl_rc, and wrote $flood_files of its 3
 result summaries (run.json, rank-0.json, rank-1.json), which \`results check\`
 found sound ($flood_check). The agents, started 1 s into the flood (their own
-connections from the same address meet the per-address cap and retry), finished
+connections from the same address each take the slot of the oldest stranger), finished
 in $run_wall s from their start; the same run
 without the flood (\`--local 2\`, same limit, just before) took $base_wall s. The caps, deadlines and back-off are in docs/protocol.md (*Hostile
 peers*). Tests: controller_test.sh "a flood of idle connections at ulimit -n 200"
 (the controller's and an agent's data listener), \`AcceptLoop.OutOfDescriptorsItClosesTheWaitingAndRecovers\`,
-\`Admission.*\`, \`HttpRouter.OversizedRequestsAreRefusedWithTheirStatus\`,
-\`ControlSession.AMessageOverTheLimitEndsTheSession\`.
+\`Admission.*\`, \`AdmitSocket.TheOldestConnectionIsShutDownForANewOne\`,
+\`HttpRouter.OversizedRequestsAreRefusedWithTheirStatus\`,
+\`ControlSession.AMessageOverTheLimitEndsTheSession\`, \`Outbox.AFullQueueClosesTheConnection\`.
 
 ## Faults on the namespace testbed
 

@@ -58,6 +58,68 @@ TEST(Admission, CapsInTotalAndPerAddressAndFreesSlotsOnRelease) {
   late->release();
 }
 
+// At a cap the newcomer gets in and the oldest connection in its way is closed:
+// the oldest from its own address at the cap per address, the oldest from the
+// address holding the most at the cap in total. A stranger holding every slot
+// cannot keep a real peer out.
+TEST(Admission, AtACapTheOldestInTheWayIsEvicted) {
+  Admission a(4, 2);
+  std::vector<std::string> closed;
+  auto closer = [&closed](std::string name) { return [&closed, name] { closed.push_back(name); }; };
+  std::string why;
+  auto x1 = a.admit("10.0.0.1", &why, closer("x1"));
+  EXPECT_EQ(why, "");
+  auto x2 = a.admit("10.0.0.1", &why, closer("x2"));
+  ASSERT_TRUE(x1 && x2);
+  auto x3 = a.admit("10.0.0.1", &why, closer("x3"));  // the cap per address: x1 goes
+  ASSERT_TRUE(x3);
+  EXPECT_EQ(closed, std::vector<std::string>{"x1"});
+  EXPECT_EQ(why, "closed the oldest unauthenticated connection from 10.0.0.1: 2 unauthenticated connections from 10.0.0.1 open already (the cap per address)");
+  EXPECT_FALSE(x1->held());
+  EXPECT_TRUE(x2->held());
+  x1->release();  // its owner sees the close and lets go: nothing more to free
+  EXPECT_EQ(a.pending(), 2u);
+  auto y1 = a.admit("10.0.0.2", &why, closer("y1"));
+  auto z1 = a.admit("10.0.0.3", &why, closer("z1"));
+  EXPECT_EQ(a.pending(), 4u);
+  // The cap in total: 10.0.0.1 holds the most, its oldest (x2) goes, not y1 or z1.
+  auto w1 = a.admit("10.0.0.4", &why, closer("w1"));
+  ASSERT_TRUE(w1);
+  EXPECT_EQ(closed, (std::vector<std::string>{"x1", "x2"}));
+  EXPECT_EQ(why, "closed the oldest unauthenticated connection from 10.0.0.1: 4 unauthenticated connections open already (the cap)");
+  EXPECT_TRUE(y1->held() && z1->held() && x3->held());
+  EXPECT_EQ(a.pending(), 4u);
+  EXPECT_EQ(a.evicted(), 2u);
+  EXPECT_EQ(a.refused(), 0u);
+}
+
+// A connection given no way to close it is never evicted; where only such ones
+// are in the way the newcomer is refused. A closer that releases its own ticket
+// (as a connection's owner may, seeing the close at once) frees nothing twice.
+TEST(Admission, OnlyConnectionsThatCanBeClosedAreEvicted) {
+  Admission a(2, 2);
+  std::string why;
+  auto fixed = a.admit("10.0.0.1", &why);
+  std::optional<Admission::Ticket> self;
+  bool closed = false;
+  self = a.admit("10.0.0.2", &why, [&] {
+    closed = true;
+    self->release();
+  });
+  ASSERT_TRUE(fixed && self);
+  auto next = a.admit("10.0.0.3", &why, [] {});  // fixed is older, but self is the one that can go
+  ASSERT_TRUE(next);
+  EXPECT_TRUE(closed);
+  EXPECT_TRUE(fixed->held());
+  EXPECT_EQ(a.pending(), 2u);
+  Admission b(1, 1);
+  auto only = b.admit("10.0.0.1", &why);
+  EXPECT_FALSE(b.admit("10.0.0.1", &why, [] {}));
+  EXPECT_EQ(why, "1 unauthenticated connections from 10.0.0.1 open already (the cap per address)");
+  EXPECT_EQ(b.refused(), 1u);
+  EXPECT_EQ(b.evicted(), 0u);
+}
+
 TEST(Admission, RefusalsAreLoggedAtPowersOfTen) {
   std::vector<std::uint64_t> logged;
   for (std::uint64_t n = 1; n <= 20000; ++n) {
@@ -163,6 +225,42 @@ TEST(AcceptLoop, OutOfDescriptorsItClosesTheWaitingAndRecovers) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "20+n: n EMFILEs; 30+n: n accepted";
   ::close(later);
   for (int fd : {go[0], go[1], done[0], done[1]}) ::close(fd);
+}
+
+// On real sockets: the newcomer from the same address takes the slot, the oldest
+// connection is shut down (its client sees the close, its owner's read ends),
+// and a descriptor that no longer is the admitted connection is left alone.
+TEST(AdmitSocket, TheOldestConnectionIsShutDownForANewOne) {
+  asio::io_context ctx;
+  auto listener = open_listener(ctx, boost::asio::ip::tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0));
+  const std::uint16_t port = listener.local_endpoint().port();
+  Admission admission(8, 1);
+  std::vector<std::string> lines;
+  auto log = [&lines](const std::string& line) { lines.push_back(line); };
+  const int c1 = connect_to(port);
+  const int c2 = connect_to(port);
+  ASSERT_GE(c1, 0);
+  ASSERT_GE(c2, 0);
+  boost::asio::ip::tcp::socket s1 = listener.accept();
+  boost::asio::ip::tcp::socket s2 = listener.accept();
+  EXPECT_FALSE(same_connection(s2.native_handle(), s1.local_endpoint(), s1.remote_endpoint()));
+  auto t1 = admit_socket(admission, s1, "a connection", log);
+  ASSERT_TRUE(t1);
+  EXPECT_TRUE(lines.empty());
+  auto t2 = admit_socket(admission, s2, "a connection", log);
+  ASSERT_TRUE(t2);
+  EXPECT_FALSE(t1->held());
+  EXPECT_TRUE(closed_by_peer(c1));  // the client of the oldest
+  char c = 0;
+  EXPECT_EQ(::recv(s1.native_handle(), &c, 1, 0), 0);  // its owner's read ends
+  EXPECT_TRUE(s1.is_open());  // shut down, not closed: the owner closes it
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("made room for a connection from 127.0.0.1: closed the oldest unauthenticated connection from 127.0.0.1: ", 0), 0u)
+      << lines[0];
+  ASSERT_EQ(::send(c2, "x", 1, 0), 1);  // the newcomer is untouched
+  EXPECT_EQ(::recv(s2.native_handle(), &c, 1, 0), 1);
+  ::close(c1);
+  ::close(c2);
 }
 
 }  // namespace

@@ -291,9 +291,14 @@ class ControlLink final : public AgentLink {
     if (res.result() == http::status::unauthorized) {
       throw std::runtime_error("the controller at " + o_.controller + " refused the token");
     }
-    // A TLS controller closes a plain handshake without a reply.
+    // A TLS controller closes a plain handshake without a reply; so does one that
+    // closed the connection to make room for a newer one (a flood of strangers:
+    // its log says so), and the agent retries.
     const bool closed = hec == beast::http::error::end_of_stream || hec == asio::error::connection_reset || hec == asio::error::eof;
-    last = "handshake: " + hec.message() + (closed && !stream.tls() ? " (a controller run with --tls-cert needs --controller-ca)" : "");
+    last = "handshake: " + hec.message() +
+           (closed ? std::string(" (closed by the controller: ") + (stream.tls() ? "" : "a controller run with --tls-cert needs --controller-ca, or ") +
+                         "it was flooded with connections; its log says which)"
+                   : std::string());
     co_return std::nullopt;
   }
 

@@ -17,6 +17,7 @@
 #include "tensorwire/util/tcp_congestion.hpp"
 #include "tensorwire/util/token.hpp"
 #include "tensorwire/core/frame.hpp"
+#include "tensorwire/net/admission.hpp"
 #include "tensorwire/net/listener.hpp"
 #include "tensorwire/net/retry.hpp"
 
@@ -128,6 +129,12 @@ asio::awaitable<tcp::socket> FlowConnector::dial(FlowIndex flow, std::chrono::st
   co_return std::move(*sock);
 }
 
+void FlowConnector::rejected(const std::string& peer, const std::string& why) {
+  if (net::log_refusal(++rejected_)) {
+    log_("rejected a connection from " + peer + ": " + why + " (" + std::to_string(rejected_) + " so far)");
+  }
+}
+
 asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& sock, const std::function<bool(FlowIndex)>& taken) {
   const std::string peer = peer_text(sock);
   std::array<std::byte, frame::kHelloFixedSize> fixed{};
@@ -137,7 +144,7 @@ asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& soc
   std::string why;
   const auto prefix = frame::decode_hello_prefix(fixed, &why);
   if (!prefix) {
-    log_("rejected a connection from " + peer + ": " + why);
+    rejected(peer, why);
     co_return std::nullopt;
   }
   std::string token(prefix->token_size, '\0');
@@ -161,7 +168,7 @@ asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& soc
   const auto reply = frame::encode_accept(status);
   ec = co_await within(sock, kWriteTimeout, [&] { return asio::async_write(sock, asio::buffer(reply), asio::as_tuple(asio::use_awaitable)); });
   if (status != frame::AcceptStatus::ok) {
-    log_("rejected a connection from " + peer + ": " + frame::accept_status_text(status));
+    rejected(peer, frame::accept_status_text(status));
     co_return std::nullopt;
   }
   if (ec) co_return std::nullopt;

@@ -52,6 +52,11 @@ class FlowConnector {
   std::uint64_t digest_;
   Log log_;
   std::string congestion_;
+  // Connections turned away at the hello (garbage, a wrong token, a flow not
+  // ours): a line for the 1st, 10th, 100th, ... so that a stranger cannot grow
+  // the log a line per connection.
+  std::uint64_t rejected_ = 0;
+  void rejected(const std::string& peer, const std::string& why);
 };
 
 // "flow ID (rank S -> rank D)", as errors name a flow.

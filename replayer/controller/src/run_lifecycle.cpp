@@ -136,9 +136,11 @@ class RunLifecycle final : public Session::Handler {
         ctx_.stop();
       }
     }
-    if (admission_.refused() > 0) {
-      line_.log("refused " + std::to_string(admission_.refused()) +
-                " connection(s) in all, over the caps on unauthenticated connections");
+    if (rejected_ > 1) line_.log("rejected " + std::to_string(rejected_) + " request(s) or connection(s) in all (no token, or too large)");
+    if (admission_.refused() + admission_.evicted() > 0) {
+      line_.log("closed " + std::to_string(admission_.refused() + admission_.evicted()) +
+                " unauthenticated connection(s) in all over the caps (" + std::to_string(admission_.evicted()) +
+                " of them the oldest, for newer ones; " + std::to_string(admission_.refused()) + " refused)");
     }
     launcher_.stop(2 * kSecond);
     // Every agent's end leaves a line: those that did not exit cleanly after the
@@ -152,7 +154,11 @@ class RunLifecycle final : public Session::Handler {
 
   // ---- HTTP (the router's Api) --------------------------------------------------
 
-  void rejected(const std::string& line) { line_.log(line); }
+  // A line for the 1st, 10th, 100th, ... stranger turned away (anyone may knock,
+  // for as long as the run listens): the log grows by a few lines, not one each.
+  void rejected(const std::string& line) {
+    if (net::log_refusal(++rejected_)) line_.log(line + " (" + std::to_string(rejected_) + " so far)");
+  }
 
   // The dashboard's page holds no run data (it reads the token from its URL's
   // fragment, which browsers never send): served to anyone, when asked for.
@@ -794,6 +800,7 @@ class RunLifecycle final : public Session::Handler {
   Launcher& launcher_;
   std::unique_ptr<asio::ssl::context> tls_;  // null: plain TCP; outlives the streams in ctx_'s frames
   std::uint64_t tls_failures_ = 0;
+  std::uint64_t rejected_ = 0;  // requests and connections without the token, or too large
   // The controller's own tasks still running, named when the end of a run waits
   // for something after every connection closed.
   struct LiveTasks {

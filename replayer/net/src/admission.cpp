@@ -6,11 +6,18 @@
 
 namespace tw::net {
 
+bool Admission::State::free(std::uint64_t id) {
+  const auto e = live.find(id);
+  if (e == live.end()) return false;
+  const auto it = by_source.find(e->second.source);
+  if (it != by_source.end() && --it->second == 0) by_source.erase(it);
+  live.erase(e);
+  return true;
+}
+
 void Admission::Ticket::release() {
   if (!state_) return;
-  auto it = state_->by_source.find(source_);
-  if (it != state_->by_source.end() && --it->second == 0) state_->by_source.erase(it);
-  --state_->pending;
+  state_->free(id_);
   state_.reset();
 }
 
@@ -19,22 +26,51 @@ Admission::Admission(std::size_t total, std::size_t per_source) : state_(std::ma
   state_->per_source = std::clamp<std::size_t>(per_source, 1, state_->total);
 }
 
-std::optional<Admission::Ticket> Admission::admit(const std::string& source, std::string* why) {
+std::optional<Admission::Ticket> Admission::admit(const std::string& source, std::string* why, std::function<void()> evict) {
   State& s = *state_;
-  if (s.pending >= s.total) {
-    ++s.refused;
-    if (why) *why = std::to_string(s.pending) + " unauthenticated connections open already (the cap)";
-    return std::nullopt;
+  if (why) why->clear();
+  // The connection in the way, if a cap is reached: the oldest from `source` at the
+  // cap per address, else the oldest from the address holding the most.
+  std::string cap;
+  std::string victim_source;
+  if (const auto it = s.by_source.find(source); it != s.by_source.end() && it->second >= s.per_source) {
+    cap = std::to_string(it->second) + " unauthenticated connections from " + source + " open already (the cap per address)";
+    victim_source = source;
+  } else if (s.live.size() >= s.total) {
+    cap = std::to_string(s.live.size()) + " unauthenticated connections open already (the cap)";
+    std::size_t most = 0;
+    for (const auto& [addr, n] : s.by_source) {
+      if (n > most) {
+        most = n;
+        victim_source = addr;
+      }
+    }
   }
-  auto& from = s.by_source[source];
-  if (from >= s.per_source) {
-    ++s.refused;
-    if (why) *why = std::to_string(from) + " unauthenticated connections from " + source + " open already (the cap per address)";
-    return std::nullopt;
+  if (!cap.empty()) {
+    auto victim = s.live.end();
+    for (auto e = s.live.begin(); e != s.live.end(); ++e) {
+      if (e->second.source == victim_source && e->second.evict) {
+        victim = e;
+        break;
+      }
+    }
+    if (victim == s.live.end()) {
+      ++s.refused;
+      if (why) *why = cap;
+      return std::nullopt;
+    }
+    // Freed before it is closed: closing may release its ticket, which then finds
+    // nothing to free.
+    const std::function<void()> close = std::move(victim->second.evict);
+    s.free(victim->first);
+    ++s.evicted;
+    if (why) *why = "closed the oldest unauthenticated connection from " + victim_source + ": " + cap;
+    close();
   }
-  ++from;
-  ++s.pending;
-  return Ticket(state_, source);
+  ++s.by_source[source];
+  const std::uint64_t id = s.next++;
+  s.live.emplace(id, Entry{source, std::move(evict)});
+  return Ticket(state_, id);
 }
 
 bool log_refusal(std::uint64_t n) {

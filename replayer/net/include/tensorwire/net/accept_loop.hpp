@@ -20,6 +20,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -42,21 +43,46 @@ class FdReserve {
   UniqueFd fd_;
 };
 
+// Whether `fd` is still the connection between `local` and `remote`.
+inline bool same_connection(int fd, const boost::asio::ip::tcp::endpoint& local, const boost::asio::ip::tcp::endpoint& remote) {
+  boost::asio::ip::tcp::endpoint l, r;
+  socklen_t ln = static_cast<socklen_t>(l.capacity());
+  socklen_t rn = static_cast<socklen_t>(r.capacity());
+  if (::getsockname(fd, l.data(), &ln) != 0 || ::getpeername(fd, r.data(), &rn) != 0) return false;
+  l.resize(ln);
+  r.resize(rn);
+  return l == local && r == remote;
+}
+
 // A ticket for `sock` from `admission`, or nullopt once `sock` is closed because
-// it is over a cap; `log` gets "refused WHAT from ADDR: why (N refused so far)"
-// for the 1st, 10th, 100th, ... refusal.
+// it is over a cap and nothing can make room. A connection admitted in the place
+// of an older one has that one shut down (both ways: its reads end, its peer sees
+// the close), not closed: its descriptor stays its owner's, who sees the end and
+// closes it; and only while the descriptor is still that connection. `log` gets
+// "refused WHAT from ADDR: why (N refused so far)" or "made room for WHAT from
+// ADDR: closed the oldest ... (N closed so far)" for the 1st, 10th, 100th, ... of each.
 template <typename Log>
 std::optional<Admission::Ticket> admit_socket(Admission& admission, boost::asio::ip::tcp::socket& sock, const std::string& what, Log log) {
-  boost::system::error_code ec;
+  boost::system::error_code ec, lec;
   const auto ep = sock.remote_endpoint(ec);
+  const auto local = sock.local_endpoint(lec);
   const std::string source = ec ? "?" : ep.address().to_string();
+  std::function<void()> evict;
+  if (!ec && !lec) {
+    evict = [fd = sock.native_handle(), local, ep] {
+      if (same_connection(fd, local, ep)) ::shutdown(fd, SHUT_RDWR);
+    };
+  }
   std::string why;
-  auto ticket = admission.admit(source, &why);
+  const std::uint64_t evicted = admission.evicted();
+  auto ticket = admission.admit(source, &why, std::move(evict));
   if (!ticket) {
     if (log_refusal(admission.refused())) {
       log("refused " + what + " from " + source + ": " + why + " (" + std::to_string(admission.refused()) + " refused so far)");
     }
     sock.close(ec);
+  } else if (admission.evicted() != evicted && log_refusal(admission.evicted())) {
+    log("made room for " + what + " from " + source + ": " + why + " (" + std::to_string(admission.evicted()) + " closed so far)");
   }
   return ticket;
 }

@@ -3,6 +3,12 @@
 // Items are text frames or files, whose bytes are read and sent in binary
 // frames as they go (result files can be large).
 //
+// The queue is bounded: a push finding kMaxQueued bytes or more queued (a peer
+// that does not read, such as a dashboard feed that answers pings and reads
+// nothing) closes the connection instead, and later pushes are dropped; the
+// reader then sees the end. One item may be larger than the bound (an agent's
+// set-up), so what is held is at most the bound plus one item.
+//
 // Works over any Beast WebSocket stream (tcp_stream in production, the test
 // stream in tests). Not thread-safe: call it on the stream's executor only.
 #pragma once
@@ -13,6 +19,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <deque>
 #include <fstream>
 #include <memory>
@@ -24,7 +31,9 @@ namespace tw::net {
 template <typename WebSocket>
 class Outbox {
  public:
-  explicit Outbox(WebSocket& ws) : ws_(ws), wakeup_(ws.get_executor()) {}
+  static constexpr std::size_t kMaxQueued = 64u << 20;
+
+  explicit Outbox(WebSocket& ws, std::size_t max_queued = kMaxQueued) : ws_(ws), wakeup_(ws.get_executor()), max_queued_(max_queued) {}
 
   // Queues a text frame; dropped once closed.
   void push_text(std::string text) { push({std::move(text), {}}); }
@@ -44,6 +53,9 @@ class Outbox {
   bool closed() const { return closed_; }
   bool finishing() const { return finishing_; }
   bool empty() const { return items_.empty(); }
+  // The queue reached its bound and the connection was closed.
+  bool overflowed() const { return overflowed_; }
+  std::size_t queued_bytes() const { return queued_; }
 
   // Writes until close(), finish() and an empty queue, or a failed write (the
   // reader of the stream sees the connection's end and reports it). Returns a reason only for a local problem:
@@ -63,6 +75,7 @@ class Outbox {
       }
       Item item = std::move(items_.front());
       items_.pop_front();
+      queued_ -= item.size();
       if (item.file.empty()) {
         ws_.text(true);
         if (auto [ec, n] = co_await ws_.async_write(boost::asio::buffer(item.text), tuple); ec) co_return std::nullopt;
@@ -88,17 +101,32 @@ class Outbox {
   struct Item {
     std::string text;
     std::string file;
+    std::size_t size() const { return text.size() + file.size(); }
   };
   void push(Item item) {
     if (closed_ || finishing_) return;
+    if (queued_ >= max_queued_) {
+      // The write in flight may never end (the peer's window stays shut):
+      // closing the connection ends it, and the reader with it.
+      overflowed_ = true;
+      close();
+      items_.clear();
+      queued_ = 0;
+      boost::beast::get_lowest_layer(ws_).close();
+      return;
+    }
+    queued_ += item.size();
     items_.push_back(std::move(item));
     wakeup_.cancel();
   }
   WebSocket& ws_;
   boost::asio::steady_timer wakeup_;
+  std::size_t max_queued_;
+  std::size_t queued_ = 0;
   std::deque<Item> items_;
   bool closed_ = false;
   bool finishing_ = false;
+  bool overflowed_ = false;
 };
 
 }  // namespace tw::net
