@@ -23,6 +23,7 @@
 #include "tensorwire/launch/testbed.hpp"
 #include "tensorwire/profile/model.hpp"
 #include "tensorwire/profile/twin.hpp"
+#include "tensorwire/util/output_path.hpp"
 #include "tensorwire/util/parallel.hpp"
 #include "tensorwire/view/diagnosis_input.hpp"
 
@@ -249,6 +250,9 @@ class ProgressLine {
 };
 
 int analyze_command(const AnalyzeArgs& a) {
+  for (const std::string* out : {&a.json_out, &a.emit_mitigated}) {
+    if (!out->empty()) check_output_path(*out, a.sources);
+  }
   const DiagnosisInput in = view::diagnosis_input(a.sources, rate_option("--link-rate", a.link_rate));
   ProgressLine progress;
   DiagnosisOptions options = a.options;
@@ -324,6 +328,7 @@ int simulate_command(const SimulateArgs& a) {
   if (a.ranks > 0 && !a.compress.empty()) throw std::invalid_argument("--compress works on the profile's own ops, not with --ranks");
   if (a.ranks > 0 && a.prioritize) throw std::invalid_argument("--prioritize orders the profile's own sends, not with --ranks");
   if (a.ranks > 0 && !a.emit.empty()) throw std::invalid_argument("--emit writes the profile's own ops, not a pattern made again with --ranks");
+  if (!a.emit.empty()) check_output_path(a.emit, {a.profile});
   Profile p = load_profile_or_throw(a.profile);
   FlowModel link;
   link.bps = rate_option("--link-rate", a.link_rate);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "command.hpp"
+#include "tensorwire/util/output_path.hpp"
 #include "tensorwire/view/chakra.hpp"
 #include "tensorwire/view/diagnosis_input.hpp"
 #include "tensorwire/capture/capture_session.hpp"
@@ -103,6 +104,7 @@ int export_command(const ExportArgs& a) {
   view::Selection s;
   s.gap = static_cast<Nanos>(a.gap_us * 1e3);
   view::ViewCounts counts;
+  check_output_path(a.out, {a.dir});
   const view::View v = view::view_of({a.dir}, s, &counts);
   std::ostringstream out;
   view::write_trace_json(v, out);
@@ -118,6 +120,7 @@ struct ChakraArgs {
 };
 
 int chakra_command(const ChakraArgs& a) {
+  check_output_path(a.prefix + ".0.et", a.sources);
   const DiagnosisInput in = view::diagnosis_input(a.sources, 10e9);
   const view::ChakraCounts c = view::write_chakra(in.profile, in.measured, a.prefix);
   fmt::print(stderr, "tensorwire trace chakra: {} files {}.0.et ..., {} compute, {} send and {} receive nodes, {} dependencies\n", c.files,
@@ -131,6 +134,7 @@ struct PcapngArgs {
 };
 
 int pcapng_command(const PcapngArgs& a) {
+  check_output_path(a.out, a.dirs);
   std::ostringstream out;
   const view::PcapngCounts n = view::write_pcapng(a.dirs, out);
   write_file_atomic(a.out, out.str());

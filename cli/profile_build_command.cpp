@@ -10,6 +10,7 @@
 #include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/profile/build.hpp"
+#include "tensorwire/util/output_path.hpp"
 
 namespace tw::cli {
 namespace {
@@ -46,6 +47,7 @@ int run_build(const BuildArgs& a, const std::string& command_line) {
   o.compute_min = static_cast<Nanos>(a.compute_min_us * 1e3);
   o.per_iteration = !a.typical;
   o.generator = command_line;
+  check_output_path(a.out, a.dirs);
   const BuiltProfile b = build_profile(read_captures(a.dirs), o);
   const std::string sidecar = save_profile_with_sidecar(b.profile, a.out, kInlineObservedOps);
   if (a.json) {

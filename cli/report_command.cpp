@@ -7,6 +7,7 @@
 #include "command.hpp"
 #include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/util/output_path.hpp"
 #include "tensorwire/view/report.hpp"
 
 namespace tw::cli {
@@ -19,6 +20,11 @@ struct ReportArgs {
 };
 
 int report_command(const ReportArgs& a) {
+  {
+    std::vector<std::string> inputs = a.options.sources;
+    inputs.insert(inputs.end(), a.options.against.begin(), a.options.against.end());
+    check_output_path(a.out, inputs);
+  }
   const nlohmann::json data = view::report_data(a.options);
   const std::string text = a.json ? json_text(data, 1) + "\n" : view::report_html(data);
   write_file_atomic(a.out, text);

@@ -22,7 +22,7 @@ namespace {
 
 int run_check_command(const std::string& dir, std::string profile_path) {
   const nlohmann::json first = read_agent_summary(dir, 0);
-  const Profile p = load_profile_or_throw(profile_path.empty() ? run_profile_path(dir) : profile_path);
+  const Profile p = profile_path.empty() ? load_run_profile(dir) : load_profile_or_throw(profile_path);
   RunCheckOptions o;
   o.iterations = first.value("iterations", std::uint64_t{0});
   o.open_loop = first.contains("options") && first["options"].value("open_loop", false);
@@ -57,7 +57,7 @@ int run_check_command(const std::string& dir, std::string profile_path) {
 }
 
 int rates_command(const std::string& dir, bool json) {
-  const Profile p = load_profile_or_throw(run_profile_path(dir));
+  const Profile p = load_run_profile(dir);
   const KeptRecords kept = load_kept_run_records(dir, p);
   const ReceiveRates rates = receive_rates(p, kept.ranks);
   const auto row = [](const ReceiveRate& r) {

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "command.hpp"
+#include "tensorwire/util/output_path.hpp"
 #include "tensorwire/view/sources.hpp"
 
 namespace tw::cli {
@@ -25,6 +26,11 @@ struct ViewArgs {
 };
 
 int view_command(const ViewArgs& a) {
+  {
+    std::vector<std::string> inputs = a.sources;
+    inputs.insert(inputs.end(), a.against.begin(), a.against.end());
+    check_output_path(a.out, inputs);
+  }
   view::Selection s;
   if (!a.iterations.empty()) s.iterations = view::parse_iterations(a.iterations);
   if (!a.ranks.empty()) s.ranks = view::parse_ranks(a.ranks);
@@ -51,7 +57,9 @@ int view_command(const ViewArgs& a) {
     view::append_against(v, mine, std::move(o), theirs == mine ? theirs + " (against)" : theirs, offset);
   }
   // Written beside the destination, then renamed: a full disk leaves no half file.
-  const std::string tmp = a.out + ".tmp-" + std::to_string(::getpid());
+  // A device or a FIFO (/dev/null, /dev/stdout) is written in place, never replaced.
+  const bool in_place = written_in_place(a.out);
+  const std::string tmp = in_place ? a.out : a.out + ".tmp-" + std::to_string(::getpid());
   std::uint64_t bytes = 0;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -65,20 +73,20 @@ int view_command(const ViewArgs& a) {
       out.flush();
     } catch (const std::logic_error& e) {  // the writer refused the view: a bug of ours, not of the input
       out.close();
-      fs::remove(tmp);
+      if (!in_place) fs::remove(tmp);
       throw std::runtime_error(a.sources[0] + ": cannot be drawn (" + e.what() + "; a tensorwire bug, please report it)");
     } catch (...) {
       out.close();
-      fs::remove(tmp);
+      if (!in_place) fs::remove(tmp);
       throw;
     }
     if (!out) {
-      fs::remove(tmp);
+      if (!in_place) fs::remove(tmp);
       throw std::runtime_error(a.out + ": write failed (disk full?)");
     }
   }
   std::error_code ec;
-  fs::rename(tmp, a.out, ec);
+  if (!in_place) fs::rename(tmp, a.out, ec);
   if (ec) {
     fs::remove(tmp);
     throw std::runtime_error(a.out + ": " + ec.message());

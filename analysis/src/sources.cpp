@@ -30,6 +30,17 @@ std::string run_profile_path(const std::string& dir) {
   return path_named_by(summary, named);
 }
 
+Profile load_run_profile(const std::string& dir) {
+  const std::string path = run_profile_path(dir);
+  if (path == run_dir::profile_file(dir)) return load_profile_or_throw(path);
+  try {
+    return load_profile_or_throw(path);
+  } catch (const std::exception&) {
+    throw std::runtime_error(run_dir::summary_file(dir, 0) + " names " + path +
+                             " as the run's profile, which does not load as one (`tensorwire profile validate " + path + "` says why)");
+  }
+}
+
 namespace {
 
 // run.json's error: what failed the run ("" when it did not, or says nothing).
@@ -118,7 +129,7 @@ LoadedRun load_run(const std::string& dir) {
   if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": not a run directory");
   LoadedRun run;
   run.dir = dir;
-  run.profile = load_profile_or_throw(run_profile_path(dir));
+  run.profile = load_run_profile(dir);
   const std::vector<std::vector<Record>> ranks = load_run_records(dir, run.profile);
   run.timeline = timeline_from_records(run.profile, ranks, "run " + dir);
   // A time-dilated run is compared at the original's speed.

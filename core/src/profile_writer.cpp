@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "tensorwire/core/profile_io.hpp"
+#include "tensorwire/util/output_path.hpp"
 
 namespace tw {
 namespace {
@@ -193,6 +194,10 @@ std::string write_profile_yaml(const Profile& p) {
 }
 
 void write_file_atomic(const std::string& path, std::string_view text) {
+  if (written_in_place(path)) {  // /dev/null, /dev/stdout, a FIFO: never replaced
+    write_in_place(path, text);
+    return;
+  }
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) throw std::runtime_error(path + ": cannot write: " + std::strerror(errno));

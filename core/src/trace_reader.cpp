@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 
 #include "tensorwire/core/data_file.hpp"
@@ -149,6 +150,23 @@ std::vector<std::string> session_files(const std::string& dir) {
   std::sort(out.begin(), out.end());
   return out;
 }
+
+std::vector<std::string> listed_wire_files(const std::string& dir, const std::vector<std::string>& listed, const std::string& session) {
+  if (listed.size() > kMaxWireFiles) {
+    throw std::runtime_error(session + ": lists " + std::to_string(listed.size()) + " wire files, more than " + std::to_string(kMaxWireFiles));
+  }
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const std::string& name : listed) {
+    if (name.find('/') != std::string::npos || !name.starts_with(kWirePrefix) || !name.ends_with(kWireExtension)) {
+      throw std::runtime_error(session + ": lists \"" + safe_name_part(name.substr(0, 64)) + "\" among its wire files, which is no wire file's name (" +
+                               kWirePrefix + "*" + kWireExtension + " in the capture directory)");
+    }
+    if (!seen.insert(name).second) throw std::runtime_error(session + ": lists the wire file " + name + " twice");
+    out.push_back(dir + "/" + name);
+  }
+  return out;
+}
 }  // namespace capture_dir
 
 namespace {
@@ -185,8 +203,12 @@ WireCapture session_wire(const std::string& dir, const std::string& file, const 
     return w;
   }
   const std::string listed_in = fs::path(file).filename().string();
+  std::vector<std::string> names;
   for (const auto& f : wire["files"]) {
-    const std::string path = dir + "/" + f.get<std::string>();
+    if (!f.is_string()) throw std::runtime_error(file + ": 'wire' 'files' must list file names");
+    names.push_back(f.get<std::string>());
+  }
+  for (const std::string& path : capture_dir::listed_wire_files(dir, names, file)) {
     if (!fs::exists(path)) throw std::runtime_error(path + ": listed in " + listed_in + " but missing");
     wire::PcapRead r = wire::read_pcap(path, files++);
     w.frames += r.frames;

@@ -116,6 +116,32 @@ TEST(TraceReport, EverySessionFileOfADirectoryIsRead) {
   EXPECT_EQ(capture_dir::session_files(d.path()).size(), 3U);
 }
 
+// A session file names its wire files by their plain names in its directory,
+// each once: a forged list naming other files, or one file many times, is refused
+// before anything is opened.
+TEST(TraceReport, ASessionListsOnlyItsOwnWireFilesOnce) {
+  const TempDir d("tw-trace-wire-list-test");
+  const auto refused = [&](const std::string& files) -> std::string {
+    std::ofstream(d.path() + "/capture-h-9.json") << R"({"wire": {"mode": "auto", "files": )" + files + "}}";
+    try {
+      read_wire_capture(d.path());
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "read";
+  };
+  const std::string session = d.path() + "/capture-h-9.json";
+  EXPECT_EQ(refused(R"(["../../../../etc/passwd"])"),
+            session + ": lists \".._.._.._.._etc_passwd\" among its wire files, which is no wire file's name (wire-*.pcap in the capture directory)");
+  EXPECT_NE(refused(R"(["/proc/self/mem"])").find("which is no wire file's name"), std::string::npos);
+  EXPECT_NE(refused(R"(["wire-x/../../x.pcap"])").find("which is no wire file's name"), std::string::npos);
+  EXPECT_EQ(refused(R"(["wire-a.pcap", "wire-a.pcap"])"), session + ": lists the wire file wire-a.pcap twice");
+  EXPECT_EQ(refused(R"([7])"), session + ": 'wire' 'files' must list file names");
+  std::string many = "[";
+  for (std::size_t i = 0; i <= capture_dir::kMaxWireFiles; ++i) many += (i ? ",\"wire-" : "\"wire-") + std::to_string(i) + ".pcap\"";
+  EXPECT_EQ(refused(many + "]"), session + ": lists 1025 wire files, more than 1024");
+}
+
 // A trace file cut short (half copied, a full disk) holds fewer events than its
 // description counted: the report says it is not complete, and how many are missing.
 TEST(TraceReport, ATraceCutShortIsNotComplete) {

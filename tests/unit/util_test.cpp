@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "tensorwire/util/heap.hpp"
+#include "tensorwire/util/output_path.hpp"
 #include "tensorwire/util/parallel.hpp"
 #include "tensorwire/util/system_call.hpp"
 #include "tensorwire/util/tcp_congestion.hpp"
@@ -184,6 +186,47 @@ TEST(Heap, AReservationAdvisedHugePagesFaultsA2MiBPageAtATime) {
   // a kernel short of free huge pages falls back to small ones for some.
   EXPECT_LT(huge, small / 8) << "huge " << huge << ", small " << small;
 #endif
+}
+
+// An output is never an input, nor a data file inside an input directory, nor a
+// directory; a device or a FIFO is written in place, never replaced.
+TEST(OutputPath, NeverAnInputAndDevicesWrittenInPlace) {
+  TempDir d("tw-output-path-test");
+  const std::string run = d.path() + "/run", in = d.path() + "/p.yaml";
+  std::filesystem::create_directory(run);
+  std::ofstream(run + "/rank-0.json") << "{}";
+  std::ofstream(in) << "x";
+  const auto why = [](const std::string& out, const std::vector<std::string>& inputs) -> std::string {
+    try {
+      check_output_path(out, inputs);
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "allowed";
+  };
+  EXPECT_EQ(why(in, {in}), in + ": is one of the inputs (" + in + "); write elsewhere");
+  EXPECT_EQ(why(run + "/rank-0.json", {run}), run + "/rank-0.json: would overwrite a file of the input " + run + "; write elsewhere");
+  EXPECT_EQ(why(run + "/../run/rank-0.json", {run}), run + "/../run/rank-0.json: would overwrite a file of the input " + run + "; write elsewhere");
+  EXPECT_EQ(why(run, {in}), run + ": is a directory (the output is a file)");
+  EXPECT_EQ(why(run + "/report.html", {run}), "allowed");  // a new file beside the run's own
+  std::ofstream(run + "/report.html") << "old";
+  EXPECT_EQ(why(run + "/report.html", {run}), "allowed");  // not a file the readers read
+  EXPECT_EQ(why(run + "/new.json", {run}), "allowed");     // not there yet
+  EXPECT_EQ(why(d.path() + "/elsewhere.json", {run, in}), "allowed");
+  EXPECT_FALSE(written_in_place(in));
+  EXPECT_FALSE(written_in_place(run));
+  EXPECT_FALSE(written_in_place(d.path() + "/missing"));
+  EXPECT_TRUE(written_in_place("/dev/null"));
+  write_in_place("/dev/null", "discarded");
+  const std::string fifo = d.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_TRUE(written_in_place(fifo));
+  try {
+    write_in_place("/dev/full", "x");
+    ADD_FAILURE() << "/dev/full took a byte";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "/dev/full: cannot write: No space left on device");
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "proto_encoder.hpp"
+#include "tensorwire/core/profile_io.hpp"
 
 namespace tw::view {
 namespace {
@@ -126,11 +127,8 @@ ChakraCounts write_chakra(const Profile& p, const Timeline& t, const std::string
   }
   (void)node::kCtrlDeps, (void)node::kStartMicros;
   for (std::size_t r = 0; r < n; ++r) {
-    const std::string path = prefix + "." + std::to_string(r) + ".et";
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(files[r].data(), static_cast<std::streamsize>(files[r].size()));
-    out.close();
-    if (!out) throw std::runtime_error(path + ": cannot write: " + std::strerror(errno));
+    // Each written beside its path and renamed: a full disk leaves no half file.
+    write_file_atomic(prefix + "." + std::to_string(r) + ".et", files[r]);
     ++c.files;
   }
   return c;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <stdexcept>
@@ -138,16 +139,19 @@ PcapngCounts write_pcapng(const std::vector<std::string>& dirs, std::ostream& ou
       if (!j.is_object() || !j.contains("wire") || !j["wire"].is_object() || !j["wire"].contains("files") || !j["wire"]["files"].is_array()) continue;
       const std::string host = json_string(j, "host", session);
       const Nanos host_shift = shift.count(host) ? shift.at(host) : 0;
+      std::vector<std::string> names;
       for (const auto& f : j["wire"]["files"]) {
-        if (!f.is_string()) continue;
-        const std::string path = dir + "/" + f.get<std::string>();
+        if (f.is_string()) names.push_back(f.get<std::string>());
+      }
+      for (const std::string& path : capture_dir::listed_wire_files(dir, names, session)) {
+        const std::string name = std::filesystem::path(path).filename().string();
         bool described = false;
         wire::for_each_frame(path, [&](const wire::RawFrame& fr) {
           if (!described) {
             std::string b;
             Blocks::add(b, static_cast<std::uint16_t>(fr.linktype)), Blocks::add(b, std::uint16_t{0});
             Blocks::add(b, std::uint32_t{0});  // snaplen: none
-            Blocks::option(b, kIfName, f.get<std::string>());
+            Blocks::option(b, kIfName, name);
             Blocks::option(b, kIfTsResol, std::string(1, '\x09'));  // 10^-9 s
             Blocks::end_of_options(b);
             w.block(kInterface, b);

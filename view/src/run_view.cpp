@@ -201,7 +201,7 @@ std::optional<std::pair<Nanos, Nanos>> run_span(const std::string& dir, std::siz
 }  // namespace
 
 View view_of_run(const std::string& dir, const Selection& sel, ViewCounts* counts) {
-  const Profile p = load_profile_or_throw(run_profile_path(dir));
+  const Profile p = load_run_profile(dir);
   // A failed run: what the surviving ranks measured (a rank whose agent died
   // before its upload has an empty track).
   const std::vector<std::vector<Record>> ranks = load_kept_run_records(dir, p).ranks;

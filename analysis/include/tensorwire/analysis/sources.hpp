@@ -16,6 +16,12 @@ namespace tw {
 // rank-0.json names. Throws std::runtime_error when it has neither.
 std::string run_profile_path(const std::string& dir);
 
+// The profile of the run in `dir`, loaded. One named by a rank's summary (a
+// replay by hand) may lie anywhere, and the summary may be forged: where it does
+// not load as a profile the error names it but quotes none of its content (a
+// summary naming /etc/shadow made every reader print its lines).
+Profile load_run_profile(const std::string& dir);
+
 // Every rank's records in a run directory, indexed by rank. Throws
 // std::runtime_error naming the rank whose records are missing or unreadable.
 std::vector<std::vector<Record>> load_run_records(const std::string& dir, const Profile& profile);

@@ -4,6 +4,7 @@
 // nor link core, builds its file names from them with snprintf.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -63,5 +64,15 @@ inline bool is_capture_output(const std::string& name) {
 // The session files in `dir`, sorted by name (full paths). Throws
 // std::runtime_error when `dir` cannot be listed.
 std::vector<std::string> session_files(const std::string& dir);
+
+// The most wire files one session file may list.
+inline constexpr std::size_t kMaxWireFiles = 1024;
+
+// The wire files that `listed` (a session file's "wire" "files", as read from
+// `session`) names, as paths in `dir`. Each must be the plain name of a wire file
+// (wire-*.pcap, no directory part) and listed once, at most kMaxWireFiles of
+// them: a forged list named /proc/self/mem and ../../etc/passwd, or one file 200
+// times (read 200 times over). Throws std::runtime_error "SESSION: why".
+std::vector<std::string> listed_wire_files(const std::string& dir, const std::vector<std::string>& listed, const std::string& session);
 
 }  // namespace tw::capture_dir
