@@ -388,6 +388,13 @@ int simulate_command(const SimulateArgs& a) {
   }
   const double build_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_build).count();
   if (a.iterations > 0) g.iterations = a.iterations;
+  // The simulation keeps every op's times of every iteration: bounded before it
+  // starts (100 million iterations of four ops took 3.9 GB, 2^32 ran out).
+  constexpr std::uint64_t kMostOpIterations = 128'000'000;
+  if (g.iterations > 0 && g.ops.size() > kMostOpIterations / g.iterations) {
+    throw std::invalid_argument("--iterations: " + std::to_string(g.iterations) + " iterations of " + std::to_string(g.ops.size()) +
+                                " ops are more than the " + std::to_string(kMostOpIterations) + " op-iterations a simulation may hold");
+  }
   if (a.shared) g.rank_links = uniform_links(g.ranks, link.bps);
   if (a.ranks > 0) {
     for (const auto& [rank, factor] : parse_slow_ranks(a.slow_ranks, g.ranks)) {
@@ -443,10 +450,10 @@ void add_analyze_commands(CLI::App& app, Action& action) {
   c->add_option("--json-out", a->json_out, "Also write the JSON to this file (for `report --analysis`)");
   c->add_option("--threshold", a->options.threshold, "Share of the ideal iteration time above which a cause is named")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(finite_range(0.0, 1.0));
   c->add_option("--compress-cost", a->options.compress_ns_per_byte, "Compression cost, ns per uncompressed byte (both ends)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(finite_range(0.0, 1000.0));
   c->add_option("--warmup", a->options.warmup, "Iterations left out of the means")->capture_default_str();
   c->add_option("--threads", a->options.threads,
                 "Threads for the what-if simulations and the fusion hint's (default: one per core, as many as fit in 4 GiB; the results do not depend on it)")
@@ -470,7 +477,8 @@ void add_analyze_commands(CLI::App& app, Action& action) {
   m->add_option("--latency", s->latency, "One-way latency of every message")->capture_default_str();
   m->add_option("--per-message", s->per_message, "Time a message holds its flow before its bits")->capture_default_str();
   m->add_flag("--shared", s->shared, "A rank's flows share its link (egress and ingress)");
-  m->add_option("--iterations", s->iterations, "Iterations to simulate (default: the profile's)");
+  m->add_option("--iterations", s->iterations, "Iterations to simulate (default: the profile's)")
+      ->check(CLI::Range(std::uint64_t{0}, limits::kMaxIterations));
   m->add_option("--slow-rank", s->slow_ranks, "RANK:FACTOR: stretch one rank's compute (repeatable)");
   m->add_option("--ranks", s->ranks, "Simulate the same pattern at this many ranks (a synthesised profile: from its metadata.generator)")
       ->check(CLI::Range(2, 4096));
@@ -478,7 +486,7 @@ void add_analyze_commands(CLI::App& app, Action& action) {
                 "TENSOR:FACTOR: divide the bytes of a tensor's sends (by their tensor label, else their op id; repeatable)");
   m->add_option("--compress-cost", s->compress_cost, "Compression cost, ns per uncompressed byte, added to each compressed send's gap")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(finite_range(0.0, 1000.0));
   m->add_flag("--prioritize", s->prioritize,
               "Give every send its urgency as priority (critical path first, the order hint of `analyze`): of the sends "
               "waiting on a flow, the most urgent goes first");

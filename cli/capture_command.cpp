@@ -175,7 +175,9 @@ void add_capture_commands(CLI::App& app, Action& action) {
   CLI::App* show = t->add_subcommand("show", "Processes, connections, messages and their timing in a capture");
   show->add_option("dir", s->dir, "Capture directory")->required();
   show->add_flag("--json", s->json, "Machine-readable output");
-  show->add_option("--gap-us", s->gap_us, "Send calls closer than this belong to one message")->capture_default_str();
+  show->add_option("--gap-us", s->gap_us, "Send calls closer than this belong to one message")
+      ->capture_default_str()
+      ->check(finite_range(0.0, 1e6));
   show->callback([&action, s] { action = [s] { return show_command(*s); }; });
 
   auto im = std::make_shared<ImportArgs>();
@@ -197,7 +199,9 @@ void add_capture_commands(CLI::App& app, Action& action) {
   CLI::App* exp = t->add_subcommand("export", "Write a capture as trace-event JSON for Perfetto or chrome://tracing (as `tensorwire view DIR -o FILE.json`)");
   exp->add_option("dir", ex->dir, "Capture directory")->required();
   exp->add_option("-o,--out", ex->out, "Output JSON file")->required();
-  exp->add_option("--gap-us", ex->gap_us, "Send calls closer than this belong to one message")->capture_default_str();
+  exp->add_option("--gap-us", ex->gap_us, "Send calls closer than this belong to one message")
+      ->capture_default_str()
+      ->check(finite_range(0.0, 1e6));
   exp->callback([&action, ex] { action = [ex] { return export_command(*ex); }; });
 
   auto pn = std::make_shared<PcapngArgs>();

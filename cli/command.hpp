@@ -4,11 +4,30 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <string>
 
 namespace tw::cli {
 
 using Action = std::function<int()>;
+
+// CLI::Range for a number that also refuses NaN and the infinities, which
+// CLI::Range lets through (every comparison with NaN is false): `--max-error nan`
+// turned the gate off, `--delay-us 1e300` became a negative delay.
+inline CLI::Validator finite_range(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) {
+          return "must be a number from " + CLI::detail::to_string(lo) + " to " + CLI::detail::to_string(hi) + ", not " + text;
+        }
+        return {};
+      },
+      "FLOAT in [" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]");
+}
 
 void add_profile_command(CLI::App& app, Action& action);
 void add_profile_build_command(CLI::App& profile, Action& action);  // under `profile`

@@ -76,7 +76,8 @@ void add_compare_command(CLI::App& app, Action& action) {
   c->add_option("original", a->original, "Capture directory, profile (YAML) or run directory")->required();
   c->add_option("replay", a->replay, "Run directory of the replay")->required();
   c->add_flag("--json", a->json, "Machine-readable output");
-  c->add_option("--max-error", a->max_error, "Exit 1 when |median iteration-time error| is above this many percent");
+  c->add_option("--max-error", a->max_error, "Exit 1 when |median iteration-time error| is above this many percent")
+      ->check(finite_range(0.0, 1e9));
   c->callback([&action, a] { action = [a] { return compare_command(*a); }; });
 }
 

@@ -1,9 +1,12 @@
 #include <fmt/core.h>
 #include <signal.h>
 
+#include <new>
+
 #include "command.hpp"
 #include "tensorwire/core/diagnostic.hpp"
 #include "tensorwire/util/heap.hpp"
+#include "tensorwire/util/printable.hpp"
 
 int main(int argc, char** argv) {
   tw::reuse_freed_memory();
@@ -42,10 +45,14 @@ int main(int argc, char** argv) {
   try {
     return action();
   } catch (const tw::InputError& e) {
-    for (const auto& d : e.diagnostics()) fmt::print(stderr, "{}\n", d.str());
+    for (const auto& d : e.diagnostics()) fmt::print(stderr, "{}\n", tw::printable(d.str()));
+    return 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "tensorwire: out of memory: the input or the options ask for more than this machine has\n");
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "tensorwire: {}\n", e.what());
+    // One line, whatever the message quotes from a file (its control characters escaped).
+    fmt::print(stderr, "tensorwire: {}\n", tw::printable(e.what()));
     return 1;
   }
 }

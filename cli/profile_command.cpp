@@ -168,7 +168,9 @@ void add_profile_command(CLI::App& app, Action& action) {
   CLI::App* sh = profile->add_subcommand("show", "Summarise a profile: ranks, flows, bytes, compute, lower bound");
   sh->add_option("file", show->file, "Profile file")->required();
   sh->add_flag("--json", show->json, "Machine-readable output");
-  sh->add_option("--link-gbps", show->link_gbps, "Link rate for the iteration-time lower bound")->capture_default_str();
+  sh->add_option("--link-gbps", show->link_gbps, "Link rate for the iteration-time lower bound")
+      ->capture_default_str()
+      ->check(finite_range(1e-6, 1e6));
   sh->callback([&action, show] { action = [show] { return run_show(show->file, show->json, show->link_gbps); }; });
 
   add_profile_build_command(*profile, action);

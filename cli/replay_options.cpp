@@ -1,5 +1,8 @@
 #include "replay_options.hpp"
 
+#include "command.hpp"
+#include "tensorwire/core/profile.hpp"
+
 #include <stdexcept>
 
 namespace tw::cli {
@@ -8,8 +11,10 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
   app->add_flag("--open-loop", a.open_loop,
                 "Send every message at its original offset from the iteration start, ignoring dependencies");
   app->add_option("--link-gbps", a.link_gbps, "Link rate of the timing model (open-loop plan, comparison)")
-      ->capture_default_str();
-  app->add_option("--spin-us", a.spin_us, "Busy-wait this long before each deadline, and look again this long (at most 20 us) at a flow whose socket ran dry before it sleeps (default: 20, or 0 when the agents on this machine, --local or --testbed, are as many as its cores, or their I/O threads more)");
+      ->capture_default_str()
+      ->check(finite_range(1e-6, 1e6));
+  app->add_option("--spin-us", a.spin_us, "Busy-wait this long before each deadline, and look again this long (at most 20 us) at a flow whose socket ran dry before it sleeps (default: 20, or 0 when the agents on this machine, --local or --testbed, are as many as its cores, or their I/O threads more)")
+      ->check(finite_range(0.0, 1e6));
   app->add_option("--read-gap-us", a.read_gap_us,
                   "Read a flow of messages under 64 KiB whose socket ran dry again no sooner than this after its last "
                   "read that returned bytes, while no op waits for its messages (a flow an op waits for is read at once) "
@@ -17,8 +22,10 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
                   "to process (small messages: docs/BENCHMARKS.md). Receive times stay when the socket was seen to hold "
                   "each message; results say the gap (0: every read at once; at most 1000)")
       ->capture_default_str();
-  app->add_option("--delay-us", a.delay_us, "Emulated one-way latency added to every received message");
-  app->add_option("--iterations", a.iterations, "Replay this many iterations instead of the profile's");
+  app->add_option("--delay-us", a.delay_us, "Emulated one-way latency added to every received message")
+      ->check(finite_range(0.0, 3.6e9));
+  app->add_option("--iterations", a.iterations, "Replay this many iterations instead of the profile's")
+      ->check(CLI::Range(std::uint64_t{0}, limits::kMaxIterations));
   app->add_flag("--no-tx-timestamps", a.no_tx_timestamps, "Do not ask the kernel for transmit timestamps (SO_TIMESTAMPING; they are taken in the agent's writes: about 1% of a DDP iteration on hosts sharing cores, docs/fidelity.md)");
   app->add_option("--tx-stamp-every", a.tx_stamp_every,
                   "Transmit timestamps for every Nth message of each flow only (results say so; default: every message)")

@@ -129,7 +129,9 @@ void add_view_command(CLI::App& app, Action& action) {
   c->add_option("--format", a->format, "perfetto, json, or auto (by OUT's extension)")->check(CLI::IsMember({"auto", "perfetto", "json"}));
   c->add_option("--counter-points", a->counter_points, "Samples kept per counter track (thinned over the time shown)")
       ->capture_default_str()->check(CLI::Range(10, 1'000'000));
-  c->add_option("--gap-us", a->gap_us, "Captures: send calls closer than this are one message (as trace show)")->capture_default_str();
+  c->add_option("--gap-us", a->gap_us, "Captures: send calls closer than this are one message (as trace show)")
+      ->capture_default_str()
+      ->check(finite_range(0.0, 1e6));
   c->add_flag("--no-compress", a->no_compress, "Protobuf packets as they are, not deflated in chunks");
   c->callback([&action, a] { action = [a] { return view_command(*a); }; });
 }

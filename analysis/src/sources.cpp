@@ -104,6 +104,15 @@ ReplaySettings read_settings(const std::string& dir, const nlohmann::json& run, 
       s.open_loop_period = back(x.value("open_loop_period_ns", Nanos{0}));
       for (Nanos o : x.value("open_loop_offsets_ns", std::vector<Nanos>{})) s.open_loop_offsets.push_back(back(o));
       s.delay = back(x.value("delay_ns", Nanos{0}));
+      // As `--delay-us` allows (up to an hour), and every offset within the run.
+      const auto within = [&file](Nanos v, const char* what) {
+        if (v < 0 || v > limits::kMaxDuration) {
+          throw std::runtime_error(file + ": settings: '" + what + "' must be from 0 to an hour in ns, not " + std::to_string(v));
+        }
+      };
+      within(s.delay, "delay_ns");
+      within(s.open_loop_period, "open_loop_period_ns");
+      for (Nanos o : s.open_loop_offsets) within(o, "open_loop_offsets_ns");
     }
     for (std::size_t r = 0; r < ranks; ++r) {
       file = run_dir::summary_file(dir, static_cast<RankId>(r));

@@ -6,6 +6,7 @@
 #include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/run_dir.hpp"
+#include "tensorwire/util/printable.hpp"
 
 namespace tw {
 
@@ -78,10 +79,11 @@ nlohmann::json read_run(const std::string& dir) {
   if (!std::filesystem::exists(path, ec)) return nlohmann::json();
   nlohmann::json j = read_json_file(path);
   if (!j.is_object()) throw std::runtime_error(path + ": not a run's account: a JSON object expected");
+  if (!json_string(j, "error", path).empty()) j["error"] = printable(j["error"].get<std::string>());
   const double k = json_number(j, "time_scale", path, 1);
-  if (!(k > 0 && k <= kMaxTimeScale)) {
-    throw std::runtime_error(path + ": 'time_scale' must be from 0 (excluded) to " + json_text(nlohmann::json(kMaxTimeScale)) +
-                             ", not " + json_text(j["time_scale"]));
+  if (!(k >= kMinTimeScale && k <= kMaxTimeScale)) {
+    throw std::runtime_error(path + ": 'time_scale' must be from " + json_text(nlohmann::json(kMinTimeScale)) + " to " +
+                             json_text(nlohmann::json(kMaxTimeScale)) + ", not " + json_text(j["time_scale"]));
   }
   return j;
 }
@@ -103,9 +105,11 @@ nlohmann::json read_summary(const std::string& dir, RankId rank) {
   if (r != rank) throw std::runtime_error(path + ": names rank " + std::to_string(r) + ", but is the file of rank " + std::to_string(rank));
   json_count(j, "iterations", path, limits::kMaxIterations);
   json_bool(j, "finished", path);
-  json_string(j, "error", path);
-  json_string(j, "profile", path);
-  json_string(j, "host", path);
+  // Printed as they are by every reader: their control characters escaped (a
+  // forged error held a newline and escape sequences for the terminal).
+  for (const char* key : {"error", "profile", "host"}) {
+    if (!json_string(j, key, path).empty()) j[key] = printable(j[key].get<std::string>());
+  }
   json_count(j, "profile_digest", path, UINT64_MAX);
   json_int(j, "start_ns", path);
   json_int(j, "end_ns", path);
@@ -133,10 +137,17 @@ nlohmann::json read_summary(const std::string& dir, RankId rank) {
     json_bool(*o, "realtime_applied", path + ": options");
     json_bool(*o, "sched_batch", path + ": options");
     json_bool(*o, "sched_batch_applied", path + ": options");
-    json_number(*o, "slowdown", path + ": options", 1);
-    json_int(*o, "spin_ns", path + ": options");
-    json_int(*o, "read_gap_ns", path + ": options");
-    json_int(*o, "delay_ns", path + ": options");
+    // As the options that set them allow: what compare and analyze scale by.
+    const double slowdown = json_number(*o, "slowdown", path + ": options", 1);
+    if (!(slowdown > 0 && slowdown <= 1000)) {
+      throw std::runtime_error(path + ": options: 'slowdown' must be from 0 (excluded) to 1000, not " + json_text((*o)["slowdown"]));
+    }
+    for (const char* key : {"spin_ns", "read_gap_ns", "delay_ns"}) {
+      const std::int64_t v = json_int(*o, key, path + ": options");
+      if (v < 0 || v > limits::kMaxDuration) {
+        throw std::runtime_error(path + ": options: '" + key + "' must be from 0 to an hour in ns, not " + std::to_string(v));
+      }
+    }
   }
   if (j.contains("iteration_times_ns")) {
     const nlohmann::json& its = j["iteration_times_ns"];

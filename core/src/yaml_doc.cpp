@@ -155,6 +155,60 @@ struct BadText {
   int line = 1, column = 1;
   std::string what;
 };
+
+// Flow collections ([ and {) nested deeper than YamlDoc::kMaxDepth, found before
+// yaml-cpp reads them: its scanner keeps state per open bracket, and 16 MiB of
+// '[' took 3.9 GB before the event handler's depth check saw the first of them.
+// Brackets inside quoted scalars and comments are not counted; a quote counts as
+// one only where a scalar may start (so the apostrophe of don't is no quote).
+// Over-counting is impossible only as far as this reading of YAML goes, so the
+// bound is far above any profile's own nesting (a few levels).
+std::optional<BadText> first_too_deep(std::string_view t) {
+  int line = 1, column = 1;
+  int depth = 0;
+  char quote = 0;
+  bool comment = false;
+  char before = '\n';  // the last character outside quotes and comments
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (c == '\n') {
+      ++line;
+      column = 1;
+      comment = false;
+      if (quote == 0) before = c;
+      continue;
+    }
+    ++column;
+    if (comment) continue;
+    if (quote != 0) {
+      if (quote == '"' && c == '\\') {
+        ++i, ++column;
+      } else if (c == quote) {
+        if (quote == '\'' && i + 1 < t.size() && t[i + 1] == '\'') {
+          ++i, ++column;
+        } else {
+          quote = 0;
+        }
+      }
+      continue;
+    }
+    const bool scalar_may_start = before == '\n' || before == ' ' || before == '\t' || before == '[' || before == '{' || before == ',' ||
+                                  before == ':' || before == '-';
+    if ((c == '"' || c == '\'') && scalar_may_start) {
+      quote = c;
+    } else if (c == '#' && (before == ' ' || before == '\t' || before == '\n')) {
+      comment = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > YamlDoc::kMaxDepth) {
+        return BadText{line, column - 1, "nesting deeper than " + std::to_string(YamlDoc::kMaxDepth) + " levels"};
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+    before = c;
+  }
+  return std::nullopt;
+}
 std::optional<BadText> first_bad_text(std::string_view t) {
   BadText at;
   const auto hex = [](unsigned v) {
@@ -214,6 +268,10 @@ std::optional<YamlDoc> YamlDoc::parse_reference(std::string_view text, const std
   // output can then carry, and reads a NUL as the end of an escape.
   if (const auto bad = first_bad_text(text)) {
     set_error(bad->line, bad->column, bad->what);
+    return std::nullopt;
+  }
+  if (const auto deep = first_too_deep(text)) {
+    set_error(deep->line, deep->column, deep->what);
     return std::nullopt;
   }
   try {

@@ -63,6 +63,7 @@ FlowIndex Builder::flow(RankId src, RankId dst) {
 }
 
 OpIndex Builder::node(OpType type, RankId rank, FlowIndex flow, Bytes bytes, Nanos duration, const std::vector<Dependency>& after) {
+  check_room();
   SimGraph::Node n;
   n.type = type;
   n.rank = rank;
@@ -95,7 +96,22 @@ void Builder::add_after(OpIndex op, const std::vector<Dependency>& deps) {
   n.dep_count += static_cast<std::uint32_t>(deps.size());
 }
 
+// Checked before each op is added: a pattern's op count grows with the square of
+// its ranks (a ring of 4096 ranks of ResNet-50), or with its segments (a tiny
+// --segment-kib), and ran out of memory (std::bad_alloc, or 24 GB and counting)
+// before any check of the result could refuse it.
+void Builder::check_room() const {
+  const std::size_t ops = g_ ? g_->ops.size() : p_.ops.size();
+  const std::size_t most = g_ ? kMostGraphOps : limits::kMaxOps;
+  if (ops >= most) {
+    throw std::invalid_argument("the pattern makes more than " + std::to_string(most) + " ops" +
+                                (g_ ? " to simulate" : " (the most a profile may hold)") + " at " + std::to_string(p_.ranks.size()) +
+                                " ranks: fewer ranks, or larger segments (--segment-kib)");
+  }
+}
+
 OpIndex Builder::add_compute(RankId rank, std::string id, Nanos duration, const std::vector<Dependency>& after) {
+  check_room();
   Op op;
   op.id = std::move(id);
   op.type = OpType::compute;
@@ -107,6 +123,7 @@ OpIndex Builder::add_compute(RankId rank, std::string id, Nanos duration, const 
 }
 
 OpIndex Builder::add_send(FlowIndex flow, std::string id, Bytes bytes, const std::string& tensor, const std::vector<Dependency>& after) {
+  check_room();
   Op op;
   op.id = std::move(id);
   op.type = OpType::send;

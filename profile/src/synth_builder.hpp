@@ -34,7 +34,11 @@ class Builder {
   // Op `op` also waits for `deps`.
   void add_after(OpIndex op, const std::vector<Dependency>& deps);
 
+  // The most ops of a graph made to simulate (a few GB with their dependencies).
+  static constexpr std::size_t kMostGraphOps = 32'000'000;
+
  private:
+  void check_room() const;
   OpIndex add_compute(RankId rank, std::string id, Nanos duration, const std::vector<Dependency>& after);
   OpIndex add_send(FlowIndex flow, std::string id, Bytes bytes, const std::string& tensor, const std::vector<Dependency>& after);
   OpIndex node(OpType type, RankId rank, FlowIndex flow, Bytes bytes, Nanos duration, const std::vector<Dependency>& after);

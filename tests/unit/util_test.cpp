@@ -22,6 +22,7 @@
 #include "tensorwire/util/heap.hpp"
 #include "tensorwire/util/output_path.hpp"
 #include "tensorwire/util/parallel.hpp"
+#include "tensorwire/util/printable.hpp"
 #include "tensorwire/util/system_call.hpp"
 #include "tensorwire/util/tcp_congestion.hpp"
 #include "tensorwire/util/temp_dir.hpp"
@@ -186,6 +187,14 @@ TEST(Heap, AReservationAdvisedHugePagesFaultsA2MiBPageAtATime) {
   // a kernel short of free huge pages falls back to small ones for some.
   EXPECT_LT(huge, small / 8) << "huge " << huge << ", small " << small;
 #endif
+}
+
+// What an error quotes from a file prints on one line, without the escape
+// sequences a forged file can carry (a title, a cleared screen).
+TEST(Printable, ControlCharactersAreEscaped) {
+  EXPECT_EQ(printable("rank 1: fine"), "rank 1: fine");
+  EXPECT_EQ(printable("a\nb\x1b]0;pwn\x07\x1b[2J\x7f"), "a\\x0ab\\x1b]0;pwn\\x07\\x1b[2J\\x7f");
+  EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 stays
 }
 
 // An output is never an input, nor a data file inside an input directory, nor a

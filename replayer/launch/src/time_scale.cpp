@@ -8,7 +8,7 @@
 namespace tw {
 
 TimeScale::TimeScale(double k) : k_(k) {
-  if (!(k > 0) || k > run_dir::kMaxTimeScale) throw std::invalid_argument("--time-scale must be from 0 to 1000");
+  if (!(k >= run_dir::kMinTimeScale) || k > run_dir::kMaxTimeScale) throw std::invalid_argument("--time-scale must be from 0.001 to 1000");
 }
 
 Profile TimeScale::stretch(const Profile& p) const { return k_ == 1 ? p : time_scaled(p, k_); }

@@ -20,9 +20,10 @@ std::string logs_dir(const std::string& dir);      // logs/: each agent's output
 
 // run.json, the controller's account of the run: null if there is none.
 // Throws std::runtime_error naming the file if it is not a JSON object, or if
-// its time_scale is not a number from 0 (excluded) to kMaxTimeScale.
+// its time_scale is not a number from kMinTimeScale to kMaxTimeScale.
 nlohmann::json read_run(const std::string& dir);
-inline constexpr double kMaxTimeScale = 1000;  // `tensorwire run --time-scale`'s bound
+inline constexpr double kMinTimeScale = 0.001;  // `tensorwire run --time-scale`'s bounds
+inline constexpr double kMaxTimeScale = 1000;
 
 // The summary an agent wrote (rank-R.json), its fields checked before anyone
 // uses them: types, counts within the limits, `rank` R, and `iteration_times_ns`
