@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -9,10 +10,13 @@
 #include "tensorwire/analysis/compare_file.hpp"
 #include "tensorwire/analysis/sources.hpp"
 #include "tensorwire/core/data_file.hpp"
+#include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/profile/build.hpp"
 
 namespace tw::cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 struct CompareArgs {
   std::string original;
@@ -40,6 +44,15 @@ CompareResult compare_capture(const std::string& capture, const std::string& rep
 }
 
 int compare_command(const CompareArgs& a) {
+  // A failed run is no replay of the original, whatever records it left: held
+  // against it, its timings passed for a result (exit 0, the failure unsaid).
+  if (fs::is_directory(a.replay)) {
+    const nlohmann::json run = run_dir::read_run(a.replay);
+    if (run.is_object() && run.contains("error") && !run["error"].get<std::string>().empty()) {
+      throw std::runtime_error(a.replay + ": the run failed (" + run["error"].get<std::string>() +
+                               "): nothing to compare; `tensorwire results rates` and `tensorwire view` show what its ranks measured");
+    }
+  }
   const CompareResult r = is_capture_dir(a.original) ? compare_capture(a.original, a.replay) : compare_original(a.original, a.replay);
   const Comparison& c = r.comparison;
   if (c.iterations == 0 || c.iteration_pct.n == 0) {

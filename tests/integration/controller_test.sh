@@ -125,10 +125,17 @@ assert all(e["drift_ns"] == 0 for e in c["drifted_edges"])' || return 1
   "$TW" compare "$SRC/traffic_profiles/resnet50-ring-4.yaml" r4 --max-error 100000 > /dev/null || return 1
   "$TW" compare "$SRC/traffic_profiles/resnet50-ring-4.yaml" r4 --max-error 0 > /dev/null 2> over.txt
   [ $? -eq 1 ] && grep -q 'beyond --max-error 0%' over.txt || return 1
+  # --max-error must be a number it can hold to: nan turned the gate off.
+  ! "$TW" compare "$SRC/traffic_profiles/resnet50-ring-4.yaml" r4 --max-error nan 2> nan.txt && grep -q 'must be a number from 0' nan.txt || return 1
+  # A failed run is refused with its error, even with every rank's records there.
+  rm -rf r4f && cp -r r4 r4f &&
+    $PY -c 'import json; j = json.load(open("r4f/run.json")); j["error"] = "rank 1: the agent disconnected"; json.dump(j, open("r4f/run.json", "w"))'
+  ! "$TW" compare "$SRC/traffic_profiles/resnet50-ring-4.yaml" r4f 2> failed.txt &&
+    grep -q 'r4f: the run failed (rank 1: the agent disconnected): nothing to compare' failed.txt || { cat failed.txt; return 1; }
   # A different profile is refused.
   ! "$TW" compare mlp8.yaml r4 2> other.txt && grep -q 'does not replay the same profile' other.txt
 }
-check "compare: a run against itself is exact; against the plan; --max-error" compare_outputs
+check "compare: a run against itself is exact; against the plan; --max-error; a failed run refused" compare_outputs
 
 # A tiny WebSocket client: the first text message of /api/feed; with a PATH,
 # only the upgrade of that path, then it leaves; with a PATH and a MESSAGE, it
