@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -48,9 +50,45 @@ std::string run_failure(const std::string& dir) {
   return json_string(run_dir::read_run(dir), "error", run_dir::run_file(dir), "");
 }
 
+// From the earliest start to the latest end the ranks' summaries give, a minute
+// either side; nothing when none gives them.
+std::optional<std::pair<Nanos, Nanos>> run_span(const std::string& dir, std::size_t ranks) {
+  Nanos lo = std::numeric_limits<Nanos>::max(), hi = std::numeric_limits<Nanos>::min();
+  for (std::size_t r = 0; r < ranks; ++r) {
+    if (!std::filesystem::exists(run_dir::summary_file(dir, static_cast<RankId>(r)))) continue;
+    const nlohmann::json j = run_dir::read_summary(dir, static_cast<RankId>(r));
+    if (!j.contains("start_ns") || !j.contains("end_ns")) continue;
+    lo = std::min(lo, j["start_ns"].get<Nanos>());
+    hi = std::max(hi, j["end_ns"].get<Nanos>());
+  }
+  if (lo > hi) return std::nullopt;
+  constexpr Nanos kSlack = 60 * kSecond;
+  constexpr Nanos kLeast = std::numeric_limits<Nanos>::min(), kMost = std::numeric_limits<Nanos>::max();
+  return std::make_pair(lo < kLeast + kSlack ? kLeast : lo - kSlack, hi > kMost - kSlack ? kMost : hi + kSlack);
+}
+
+// A damaged record (a time far outside the run) made compare and analyze report
+// errors of 10^13 % and `results check` say ok, and would stretch a timeline over
+// years: refused by every reader, naming the file and the record.
+void check_record_times(const std::vector<Record>& recs, const std::pair<Nanos, Nanos>& span, const std::string& path, std::size_t rank) {
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    Record rec = recs[i];
+    bool outside = false;
+    rec.map_times([&](std::int64_t t) {
+      outside = outside || t < span.first || t > span.second;
+      return t;
+    });
+    if (outside) {
+      throw std::runtime_error(path + ": record " + std::to_string(i) + " holds a time outside the run (rank-" + std::to_string(rank) +
+                               ".json's start and end, a minute either side)");
+    }
+  }
+}
+
 KeptRecords load_records(const std::string& dir, const Profile& profile, bool keep_missing) {
   KeptRecords out;
   out.failure = run_failure(dir);
+  const auto span = run_span(dir, profile.ranks.size());
   for (std::size_t r = 0; r < profile.ranks.size(); ++r) {
     const std::string path = run_dir::records_file(dir, static_cast<RankId>(r));
     if (!fs::exists(path)) {
@@ -66,6 +104,7 @@ KeptRecords load_records(const std::string& dir, const Profile& profile, bool ke
     out.ranks.push_back(read_records(path));
     const std::string bad = check_records(out.ranks.back(), static_cast<std::uint32_t>(r), profile);
     if (!bad.empty()) throw std::runtime_error(path + ": " + bad);
+    if (span) check_record_times(out.ranks.back(), *span, path, r);
     // A rank ends no more iterations than its summary says it ran (fewer when it
     // failed): what is beyond was not written by its agent, and would size every
     // per-iteration table of what reads the run.

@@ -211,6 +211,12 @@ with open("forged/rank-1.twr", "ab") as f:  # a compute record (kind 3) of rank 
     f.write(struct.pack("<BBHIIIQqqq16x", 3, 0, 1, 0, n, 0, 0, -1, 1000, 2**62 - 1))'
   ! "$TW" view forged --against ps-run -o x.pftrace 2> e4 && [ "$(wc -l < e4)" = 1 ] && grep -q 'rank-1.twr: record .* outside the run' e4 ||
     { cat e4; return 1; }
+  # Every reader, not the timeline alone (results check said ok, compare gave 10^13 %).
+  local reader
+  for reader in "results check forged" "compare ps-run forged" "analyze forged"; do
+    # shellcheck disable=SC2086  # the reader's words
+    ! "$TW" $reader > /dev/null 2> e6 && grep -q 'rank-1.twr: record .* outside the run' e6 || { echo "$reader:"; cat e6; return 1; }
+  done
   ! "$TW" view ps-run --ranks 9 -o x.pftrace 2> e5 && grep -q 'rank 9' e5 || { cat e5; return 1; }
   [ ! -e x.pftrace ] && ! ls x.pftrace.tmp-* > /dev/null 2>&1
 }

@@ -185,18 +185,6 @@ View draw_schedule(const Profile& p, std::unordered_map<Key, Drawn, KeyHash>& op
 
 // When the run was: from its ranks' summaries (start_ns, end_ns), a minute
 // either side; nullopt when they do not say.
-std::optional<std::pair<Nanos, Nanos>> run_span(const std::string& dir, std::size_t ranks) {
-  Nanos lo = std::numeric_limits<Nanos>::max(), hi = std::numeric_limits<Nanos>::min();
-  for (std::size_t r = 0; r < ranks; ++r) {
-    if (!std::filesystem::exists(run_dir::summary_file(dir, static_cast<RankId>(r)))) continue;
-    const nlohmann::json j = run_dir::read_summary(dir, static_cast<RankId>(r));
-    if (!j.contains("start_ns") || !j.contains("end_ns")) continue;
-    lo = std::min(lo, j["start_ns"].get<Nanos>());
-    hi = std::max(hi, j["end_ns"].get<Nanos>());
-  }
-  if (lo > hi) return std::nullopt;
-  return std::make_pair(lo - 60 * kSecond, hi + 60 * kSecond);
-}
 
 }  // namespace
 
@@ -205,24 +193,8 @@ View view_of_run(const std::string& dir, const Selection& sel, ViewCounts* count
   // A failed run: what the surviving ranks measured (a rank whose agent died
   // before its upload has an empty track).
   const std::vector<std::vector<Record>> ranks = load_kept_run_records(dir, p).ranks;
-  // A damaged record (a time far outside the run) would stretch the timeline over
-  // years and thin every counter to nothing: refused, naming the file.
-  if (const auto span = run_span(dir, ranks.size())) {
-    for (std::size_t r = 0; r < ranks.size(); ++r) {
-      for (std::size_t i = 0; i < ranks[r].size(); ++i) {
-        Record rec = ranks[r][i];
-        bool outside = false;
-        rec.map_times([&](std::int64_t t) {
-          outside = outside || t < span->first || t > span->second;
-          return t;
-        });
-        if (outside) {
-          throw std::runtime_error(run_dir::records_file(dir, static_cast<RankId>(r)) + ": record " + std::to_string(i) +
-                                   " holds a time outside the run (rank-" + std::to_string(r) + ".json's start and end, a minute either side)");
-        }
-      }
-    }
-  }
+  // (load_records refused records with times far outside the run: they would
+  // stretch the timeline over years and thin every counter to nothing.)
   std::unordered_map<Key, Drawn, KeyHash> ops;
   std::vector<std::vector<std::pair<Nanos, Nanos>>> iters(p.ranks.size());
   std::vector<std::vector<std::pair<Nanos, double>>> cwnd(p.flows.size());
