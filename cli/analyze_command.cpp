@@ -392,8 +392,9 @@ int simulate_command(const SimulateArgs& a) {
   // starts (100 million iterations of four ops took 3.9 GB, 2^32 ran out).
   constexpr std::uint64_t kMostOpIterations = 128'000'000;
   if (g.iterations > 0 && g.ops.size() > kMostOpIterations / g.iterations) {
-    throw std::invalid_argument("--iterations: " + std::to_string(g.iterations) + " iterations of " + std::to_string(g.ops.size()) +
-                                " ops are more than the " + std::to_string(kMostOpIterations) + " op-iterations a simulation may hold");
+    throw std::invalid_argument(std::string(a.iterations > 0 ? "--iterations: " : "") + std::to_string(g.iterations) + " iterations of " +
+                                std::to_string(g.ops.size()) + " ops are more than the " + std::to_string(kMostOpIterations) +
+                                " op-iterations a simulation may hold" + (a.iterations > 0 ? "" : " (fewer with --iterations)"));
   }
   if (a.shared) g.rank_links = uniform_links(g.ranks, link.bps);
   if (a.ranks > 0) {

@@ -48,8 +48,9 @@ int compare_command(const CompareArgs& a) {
   // against it, its timings passed for a result (exit 0, the failure unsaid).
   if (fs::is_directory(a.replay)) {
     const nlohmann::json run = run_dir::read_run(a.replay);
-    if (run.is_object() && run.contains("error") && !run["error"].get<std::string>().empty()) {
-      throw std::runtime_error(a.replay + ": the run failed (" + run["error"].get<std::string>() +
+    const std::string failure = run.is_object() ? json_string(run, "error", run_dir::run_file(a.replay), "") : "";
+    if (!failure.empty()) {
+      throw std::runtime_error(a.replay + ": the run failed (" + failure +
                                "): nothing to compare; `tensorwire results rates` and `tensorwire view` show what its ranks measured");
     }
   }

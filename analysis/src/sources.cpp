@@ -35,6 +35,9 @@ std::string run_profile_path(const std::string& dir) {
 Profile load_run_profile(const std::string& dir) {
   const std::string path = run_profile_path(dir);
   if (path == run_dir::profile_file(dir)) return load_profile_or_throw(path);
+  if (!fs::exists(path)) {
+    throw std::runtime_error(run_dir::summary_file(dir, 0) + " names " + path + " as the run's profile, which is missing (moved? copy it to " + run_dir::profile_file(dir) + ")");
+  }
   try {
     return load_profile_or_throw(path);
   } catch (const std::exception&) {
@@ -143,10 +146,13 @@ ReplaySettings read_settings(const std::string& dir, const nlohmann::json& run, 
       s.open_loop_period = back(x.value("open_loop_period_ns", Nanos{0}));
       for (Nanos o : x.value("open_loop_offsets_ns", std::vector<Nanos>{})) s.open_loop_offsets.push_back(back(o));
       s.delay = back(x.value("delay_ns", Nanos{0}));
-      // As `--delay-us` allows (up to an hour), and every offset within the run.
+      // Scaled back already: at most what --delay-us allows (an hour), and an
+      // open-loop plan's offsets within a thousand hours (a slow --link-gbps).
       const auto within = [&file](Nanos v, const char* what) {
-        if (v < 0 || v > limits::kMaxDuration) {
-          throw std::runtime_error(file + ": settings: '" + what + "' must be from 0 to an hour in ns, not " + std::to_string(v));
+        const auto most = static_cast<Nanos>(limits::kMaxDuration * run_dir::kMaxTimeScale);
+        if (v < 0 || v > most) {
+          throw std::runtime_error(file + ": settings: '" + what + "' must be from 0 to " + std::to_string(most) + " ns, not " +
+                                   std::to_string(v));
         }
       };
       within(s.delay, "delay_ns");

@@ -1,6 +1,7 @@
 #include <cctype>
 #include <cstdint>
 #include <stdexcept>
+#include <string_view>
 #include <filesystem>
 
 #include "tensorwire/core/capture_dir.hpp"
@@ -142,10 +143,15 @@ nlohmann::json read_summary(const std::string& dir, RankId rank) {
     if (!(slowdown > 0 && slowdown <= 1000)) {
       throw std::runtime_error(path + ": options: 'slowdown' must be from 0 (excluded) to 1000, not " + json_text((*o)["slowdown"]));
     }
+    // The delay as the agent ran it: --delay-us (up to an hour) stretched by the
+    // run's time scale (up to 1000).
     for (const char* key : {"spin_ns", "read_gap_ns", "delay_ns"}) {
       const std::int64_t v = json_int(*o, key, path + ": options");
-      if (v < 0 || v > limits::kMaxDuration) {
-        throw std::runtime_error(path + ": options: '" + key + "' must be from 0 to an hour in ns, not " + std::to_string(v));
+      const std::int64_t most = std::string_view(key) == "delay_ns" ? static_cast<std::int64_t>(limits::kMaxDuration * kMaxTimeScale)
+                                                                      : limits::kMaxDuration;
+      if (v < 0 || v > most) {
+        throw std::runtime_error(path + ": options: '" + key + "' must be from 0 to " + std::to_string(most) + " ns, not " +
+                                 std::to_string(v));
       }
     }
   }

@@ -161,8 +161,10 @@ struct BadText {
 // '[' took 3.9 GB before the event handler's depth check saw the first of them.
 // Brackets inside quoted scalars and comments are not counted; a quote counts as
 // one only where a scalar may start (so the apostrophe of don't is no quote).
-// Over-counting is impossible only as far as this reading of YAML goes, so the
-// bound is far above any profile's own nesting (a few levels).
+// This reading of YAML can miscount (a bracket in a plain or block scalar, a
+// stray quote), so it only guards memory, at kMostBrackets; the exact bound
+// (YamlDoc::kMaxDepth) is the event handler's.
+constexpr int kMostBrackets = 4096;
 std::optional<BadText> first_too_deep(std::string_view t) {
   int line = 1, column = 1;
   int depth = 0;
@@ -199,9 +201,7 @@ std::optional<BadText> first_too_deep(std::string_view t) {
     } else if (c == '#' && (before == ' ' || before == '\t' || before == '\n')) {
       comment = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > YamlDoc::kMaxDepth) {
-        return BadText{line, column - 1, "nesting deeper than " + std::to_string(YamlDoc::kMaxDepth) + " levels"};
-      }
+      if (++depth > kMostBrackets) return BadText{line, column - 1, "brackets nested deeper than " + std::to_string(kMostBrackets) + " levels"};
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }

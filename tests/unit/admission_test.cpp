@@ -93,6 +93,29 @@ TEST(Admission, AtACapTheOldestInTheWayIsEvicted) {
   EXPECT_EQ(a.refused(), 0u);
 }
 
+// At the cap in total with every address holding one connection, the oldest goes
+// first: the one admitted last is not the next to go.
+TEST(Admission, TiesGoByAge) {
+  Admission a(3, 3);
+  std::vector<std::string> closed;
+  auto closer = [&closed](std::string name) { return [&closed, name] { closed.push_back(name); }; };
+  std::string why;
+  auto t1 = a.admit("10.0.0.1", &why, closer("1"));
+  auto t2 = a.admit("10.0.0.2", &why, closer("2"));
+  auto t3 = a.admit("10.0.0.3", &why, closer("3"));
+  auto t4 = a.admit("10.0.0.4", &why, closer("4"));
+  auto t5 = a.admit("10.0.0.5", &why, closer("5"));
+  auto t6 = a.admit("10.0.0.6", &why, closer("6"));
+  EXPECT_EQ(closed, (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_TRUE(t4->held() && t5->held() && t6->held());
+  // An address holding two goes before any holding one, even if younger.
+  auto t7 = a.admit("10.0.0.6", &why, closer("7"));
+  EXPECT_EQ(closed.back(), "4");
+  auto t8 = a.admit("10.0.0.8", &why, closer("8"));
+  EXPECT_EQ(closed.back(), "6");
+  EXPECT_TRUE(t5->held() && t7->held() && t8->held());
+}
+
 // A connection given no way to close it is never evicted; where only such ones
 // are in the way the newcomer is refused. A closer that releases its own ticket
 // (as a connection's owner may, seeing the close at once) frees nothing twice.

@@ -156,7 +156,7 @@ TEST(DataFile, ASummaryIsCheckedBeforeUse) {
   }
   write(R"({"rank": 0, "iterations": 3, "finished": true, "options": {"delay_ns": 9223372036854775807}})");
   EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }),
-            file + ": options: 'delay_ns' must be from 0 to an hour in ns, not 9223372036854775807");
+            file + ": options: 'delay_ns' must be from 0 to 3600000000000000 ns, not 9223372036854775807");
 }
 
 std::vector<Record> one_iteration() {

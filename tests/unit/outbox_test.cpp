@@ -80,33 +80,40 @@ TEST(Outbox, CloseEndsTheWriterWithoutWritingTheRest) {
 
 // A peer that reads nothing cannot make the queue grow without bound: the push
 // that finds the bound reached closes the connection and drops the queue. One
-// item larger than the bound still goes into an empty queue (an agent's set-up).
+// item of the bound or more (an agent's set-up) waits beside the rest uncounted;
+// a second one overflows.
 TEST(Outbox, AFullQueueClosesTheConnection) {
   asio::io_context ctx;
   beast::test::stream a(ctx), b(ctx);
   a.connect(b);
   Ws server(std::move(a));
   net::Outbox<Ws> out(server, 100);
-  out.push_text(std::string(1000, 'x'));  // larger than the bound, into an empty queue
+  out.push_text(std::string(1000, 'x'));  // larger than the bound: waits uncounted
   EXPECT_FALSE(out.overflowed());
-  EXPECT_EQ(out.queued_bytes(), 1000u);
+  EXPECT_EQ(out.queued_bytes(), 0u);
+  for (int i = 0; i < 4; ++i) out.push_text(std::string(30, 'y'));  // 0, 30, 60, 90 queued before each
+  EXPECT_FALSE(out.overflowed());
+  EXPECT_EQ(out.queued_bytes(), 120u);
   out.push_text("one more");  // the bound is reached: the connection closes
-  EXPECT_TRUE(out.overflowed());
+  ASSERT_TRUE(out.overflowed());
   EXPECT_TRUE(out.closed());
   EXPECT_TRUE(out.empty());
   EXPECT_EQ(out.queued_bytes(), 0u);
+  EXPECT_EQ(out.overflow_text(), "it read nothing while 100 bytes waited for it: closed");
   char c = 0;
   boost::system::error_code ec;
   EXPECT_EQ(b.read_some(asio::buffer(&c, 1), ec), 0u);  // the peer sees the end
   EXPECT_EQ(ec, asio::error::eof) << ec.message();
   out.push_text("dropped");
   EXPECT_TRUE(out.empty());
-  net::Outbox<Ws> small(server, 100);
-  for (int i = 0; i < 4; ++i) small.push_text(std::string(30, 'y'));  // 0, 30, 60, 90 queued before each
-  EXPECT_FALSE(small.overflowed());
-  EXPECT_EQ(small.queued_bytes(), 120u);
-  small.push_text("z");
-  EXPECT_TRUE(small.overflowed());
+  beast::test::stream a2(ctx), b2(ctx);
+  a2.connect(b2);
+  Ws server2(std::move(a2));
+  net::Outbox<Ws> two(server2, 100);
+  two.push_text(std::string(100, 'x'));
+  EXPECT_FALSE(two.overflowed());
+  two.push_text(std::string(100, 'x'));  // a second item of the bound
+  EXPECT_TRUE(two.overflowed());
 }
 
 }  // namespace

@@ -221,6 +221,10 @@ TEST(OutputPath, NeverAnInputAndDevicesWrittenInPlace) {
   std::ofstream(run + "/report.html") << "old";
   EXPECT_EQ(why(run + "/report.html", {run}), "allowed");  // not a file the readers read
   EXPECT_EQ(why(run + "/new.json", {run}), "allowed");     // not there yet
+  std::ofstream(run + "/analysis.json") << "{}";
+  EXPECT_EQ(why(run + "/analysis.json", {run}), "allowed");  // written beside the run before: not one of its files
+  std::ofstream(run + "/rank-0.twr") << "x";
+  EXPECT_NE(why(run + "/rank-0.twr", {run}), "allowed");
   EXPECT_EQ(why(d.path() + "/elsewhere.json", {run, in}), "allowed");
   EXPECT_FALSE(written_in_place(in));
   EXPECT_FALSE(written_in_place(run));
@@ -230,6 +234,14 @@ TEST(OutputPath, NeverAnInputAndDevicesWrittenInPlace) {
   const std::string fifo = d.path() + "/fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_TRUE(written_in_place(fifo));
+  // A symlink is written through, truncated, and stays a symlink.
+  const std::string link = d.path() + "/link";
+  std::filesystem::create_symlink(in, link);
+  EXPECT_TRUE(written_in_place(link));
+  write_in_place(link, "y");
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  std::ifstream back(in);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(back), {}), "y");
   try {
     write_in_place("/dev/full", "x");
     ADD_FAILURE() << "/dev/full took a byte";

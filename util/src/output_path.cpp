@@ -17,14 +17,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The files the readers take from a run or a capture directory.
+// The files the readers take from a run directory (docs/results-format.md) or a
+// capture directory (docs/trace-format.md): run.json, profile.yaml, roster.yaml,
+// compare.json, rank-R.json and .twr, a profile's .observed.csv; capture.json,
+// capture-*.json, trace-*.twt and .json, wire-*.pcap, ops-*.json. Anything else
+// there (a report, an analysis written beside the run) may be written again.
 bool data_file(const fs::path& p) {
-  static constexpr std::array<std::string_view, 7> kExtensions = {".json", ".twr", ".twt", ".pcap", ".pcapng", ".yaml", ".yml"};
-  const std::string ext = p.extension().string();
-  for (const auto e : kExtensions) {
-    if (ext == e) return true;
+  const std::string name = p.filename().string();
+  const auto has = [&name](std::string_view prefix, std::string_view suffix) {
+    return name.size() >= prefix.size() + suffix.size() && name.starts_with(prefix) && name.ends_with(suffix);
+  };
+  static constexpr std::array<std::string_view, 5> kNames = {"run.json", "profile.yaml", "roster.yaml", "compare.json", "capture.json"};
+  for (const auto n : kNames) {
+    if (name == n) return true;
   }
-  return false;
+  return has("rank-", ".json") || has("rank-", ".twr") || name.ends_with(".observed.csv") || has("capture-", ".json") ||
+         has("trace-", ".twt") || has("trace-", ".json") || has("wire-", ".pcap") || has("ops-", ".json");
 }
 
 }  // namespace
@@ -47,12 +55,18 @@ void check_output_path(const std::string& out, const std::vector<std::string>& i
 }
 
 bool written_in_place(const std::string& path) {
+  // A symlink too (/dev/stdout, a link to the real file): renaming over it would
+  // replace the link, not write where it leads.
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+  if (::lstat(path.c_str(), &st) != 0) return false;
+  if (S_ISLNK(st.st_mode)) return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
+  return !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
 void write_in_place(const std::string& path, std::string_view text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  // O_TRUNC: a regular file reached through a symlink is written whole (a device
+  // or a FIFO ignores it).
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) throw std::runtime_error(path + ": cannot write: " + std::strerror(errno));
   for (std::size_t done = 0; done < text.size();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);

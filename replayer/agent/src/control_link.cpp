@@ -173,7 +173,7 @@ class ControlLink final : public AgentLink {
     for (;;) {
       auto [ec, n] = co_await ws_->async_read(buf, kTuple);
       if (ec) {
-        if (!bye_) give_up("lost the controller at " + o_.controller + ": " + ec.message());
+        if (!bye_) give_up("lost the controller at " + o_.controller + ": " + (outbox_.overflowed() ? outbox_.overflow_text() : ec.message()));
         else shutdown();
         co_return;
       }

@@ -135,7 +135,8 @@ void FlowConnector::rejected(const std::string& peer, const std::string& why) {
   }
 }
 
-asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& sock, const std::function<bool(FlowIndex)>& taken) {
+asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& sock, const std::function<bool(FlowIndex)>& taken,
+                                                                const std::function<void()>& accepted) {
   const std::string peer = peer_text(sock);
   std::array<std::byte, frame::kHelloFixedSize> fixed{};
   const Nanos hello_by = mono_now() + kHelloTimeout;  // for the hello and its token together
@@ -165,6 +166,7 @@ asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& soc
   } else if (taken(*flow)) {
     status = frame::AcceptStatus::duplicate;
   }
+  if (status == frame::AcceptStatus::ok && accepted) accepted();
   const auto reply = frame::encode_accept(status);
   ec = co_await within(sock, kWriteTimeout, [&] { return asio::async_write(sock, asio::buffer(reply), asio::as_tuple(asio::use_awaitable)); });
   if (status != frame::AcceptStatus::ok) {

@@ -38,9 +38,13 @@ class FlowConnector {
 
   // Answers a connection dialled in: reads its Hello, answers Accept. Returns the
   // flow when accepted, nullopt when refused or when the peer stalls or leaves.
-  // `taken(flow)`: that flow is already connected. Throws nothing expected.
+  // `taken(flow)`: that flow is already connected. `accepted()` is called once
+  // the hello checks out, before the answer goes out: from then on the peer
+  // takes the flow as connected, so nothing may close the socket to make room
+  // for another (a stranger's flood: Admission). Throws nothing expected.
   boost::asio::awaitable<std::optional<FlowIndex>> answer(boost::asio::ip::tcp::socket& sock,
-                                                          const std::function<bool(FlowIndex)>& taken);
+                                                          const std::function<bool(FlowIndex)>& taken,
+                                                          const std::function<void()>& accepted = {});
 
  private:
   std::string flow_text(FlowIndex f) const;

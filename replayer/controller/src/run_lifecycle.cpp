@@ -295,7 +295,10 @@ class RunLifecycle final : public Session::Handler {
     if (how == SessionEnd::bad_message) {
       fail(2, a.who() + ": " + why);
     } else if (how != SessionEnd::ended && !a.uploaded && !stopping_all_) {
-      const std::string what = std::string(how == SessionEnd::silent ? "the agent stopped answering heartbeats" : "the agent disconnected") +
+      const bool overflowed = why.starts_with("it read nothing");  // the controller's queue to it (net::Outbox)
+      const std::string what = std::string(how == SessionEnd::silent ? "the agent stopped answering heartbeats"
+                                           : overflowed              ? "the agent " + why.substr(3)
+                                                                     : "the agent disconnected") +
                                (a.done ? " while uploading its results" : "");
       // The agent's own line in the status (the dashboard, /api/runs), not only the run's.
       if (a.error.empty()) a.error = what;

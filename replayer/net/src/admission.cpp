@@ -38,22 +38,26 @@ std::optional<Admission::Ticket> Admission::admit(const std::string& source, std
     victim_source = source;
   } else if (s.live.size() >= s.total) {
     cap = std::to_string(s.live.size()) + " unauthenticated connections open already (the cap)";
-    std::size_t most = 0;
-    for (const auto& [addr, n] : s.by_source) {
-      if (n > most) {
-        most = n;
-        victim_source = addr;
-      }
-    }
   }
   if (!cap.empty()) {
+    // At the cap in total: of the addresses that hold the most connections that
+    // can be closed, the oldest such connection (ties go by age, not by the
+    // order of a hash map: one newly admitted must not be the next to go).
+    std::size_t most = 0;
+    if (victim_source.empty()) {
+      for (const auto& [id, e] : s.live) {
+        if (e.evict) most = std::max(most, s.by_source.at(e.source));
+      }
+    }
     auto victim = s.live.end();
     for (auto e = s.live.begin(); e != s.live.end(); ++e) {
-      if (e->second.source == victim_source && e->second.evict) {
+      if (!e->second.evict) continue;
+      if (victim_source.empty() ? s.by_source.at(e->second.source) == most : e->second.source == victim_source) {
         victim = e;
         break;
       }
     }
+    if (victim != s.live.end()) victim_source = victim->second.source;
     if (victim == s.live.end()) {
       ++s.refused;
       if (why) *why = cap;

@@ -163,6 +163,7 @@ class ControlSession : public ClockPeer, public std::enable_shared_from_this<Con
       if (ec) {
         const bool was_closed = closed_;
         close();
+        if (outbox_.overflowed()) co_return std::pair{SessionEnd::closed, outbox_.overflow_text()};
         const SessionEnd how = was_closed ? SessionEnd::ended : ec == boost::beast::error::timeout ? SessionEnd::silent : SessionEnd::closed;
         co_return std::pair{how, ec.message()};
       }

@@ -103,8 +103,9 @@ boost::asio::awaitable<void> serve_http(Stream stream, std::string peer, const s
     api.rejected("rejected " + std::string(websocket::is_upgrade(req) ? "a connection" : "a request") + " from " + peer + " to " +
                  loggable_path(path) + ": wrong or missing token");
     reply = {http::status::unauthorized, "text/plain", "a valid token is required\n"};
-  } else if (websocket::is_upgrade(req)) {
-    ticket.release();
+  } else if (ticket.release(); websocket::is_upgrade(req)) {
+    // (The token checked out: the connection is no stranger's, and no flood may
+    // close it to make room, mid-response or mid-session.)
     if (path == kAgentPath || path == kFeedPath) {
       if constexpr (kTimed) stream.expires_never();
       websocket::stream<Stream> ws(std::move(stream));

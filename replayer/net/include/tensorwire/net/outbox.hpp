@@ -6,8 +6,9 @@
 // The queue is bounded: a push finding kMaxQueued bytes or more queued (a peer
 // that does not read, such as a dashboard feed that answers pings and reads
 // nothing) closes the connection instead, and later pushes are dropped; the
-// reader then sees the end. One item may be larger than the bound (an agent's
-// set-up), so what is held is at most the bound plus one item.
+// reader then sees the end (overflowed() says why). One item of the bound or
+// more may wait beside the rest (an agent's set-up), and is not counted; a
+// second such item overflows. What is held is at most the bound plus one item.
 //
 // Works over any Beast WebSocket stream (tcp_stream in production, the test
 // stream in tests). Not thread-safe: call it on the stream's executor only.
@@ -55,6 +56,10 @@ class Outbox {
   bool empty() const { return items_.empty(); }
   // The queue reached its bound and the connection was closed.
   bool overflowed() const { return overflowed_; }
+  std::string overflow_text() const {
+    const std::string bound = max_queued_ >= (1u << 20) ? std::to_string(max_queued_ >> 20) + " MiB" : std::to_string(max_queued_) + " bytes";
+    return "it read nothing while " + bound + " waited for it: closed";
+  }
   std::size_t queued_bytes() const { return queued_; }
 
   // Writes until close(), finish() and an empty queue, or a failed write (the
@@ -75,7 +80,11 @@ class Outbox {
       }
       Item item = std::move(items_.front());
       items_.pop_front();
-      queued_ -= item.size();
+      if (item.size() >= max_queued_) {
+        big_queued_ = false;
+      } else {
+        queued_ -= item.size();
+      }
       if (item.file.empty()) {
         ws_.text(true);
         if (auto [ec, n] = co_await ws_.async_write(boost::asio::buffer(item.text), tuple); ec) co_return std::nullopt;
@@ -105,24 +114,31 @@ class Outbox {
   };
   void push(Item item) {
     if (closed_ || finishing_) return;
-    if (queued_ >= max_queued_) {
+    const bool big = item.size() >= max_queued_;
+    if (queued_ >= max_queued_ || (big && big_queued_)) {
       // The write in flight may never end (the peer's window stays shut):
       // closing the connection ends it, and the reader with it.
       overflowed_ = true;
       close();
       items_.clear();
       queued_ = 0;
+      big_queued_ = false;
       boost::beast::get_lowest_layer(ws_).close();
       return;
     }
-    queued_ += item.size();
+    if (big) {
+      big_queued_ = true;
+    } else {
+      queued_ += item.size();
+    }
     items_.push_back(std::move(item));
     wakeup_.cancel();
   }
   WebSocket& ws_;
   boost::asio::steady_timer wakeup_;
   std::size_t max_queued_;
-  std::size_t queued_ = 0;
+  std::size_t queued_ = 0;   // of the items under the bound
+  bool big_queued_ = false;  // an item of the bound or more waits
   std::deque<Item> items_;
   bool closed_ = false;
   bool finishing_ = false;
