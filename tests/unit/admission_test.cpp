@@ -13,6 +13,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <functional>
 #include <vector>
 
 #include "tensorwire/net/accept_loop.hpp"
@@ -58,6 +59,11 @@ TEST(Admission, CapsInTotalAndPerAddressAndFreesSlotsOnRelease) {
   late->release();
 }
 
+// An eviction callback per name, which notes the name in `closed` when called.
+auto closing_into(std::vector<std::string>& closed) {
+  return [&closed](std::string name) { return std::function<void()>([&closed, name] { closed.push_back(name); }); };
+}
+
 // At a cap the newcomer gets in and the oldest connection in its way is closed:
 // the oldest from its own address at the cap per address, the oldest from the
 // address holding the most at the cap in total. A stranger holding every slot
@@ -65,7 +71,7 @@ TEST(Admission, CapsInTotalAndPerAddressAndFreesSlotsOnRelease) {
 TEST(Admission, AtACapTheOldestInTheWayIsEvicted) {
   Admission a(4, 2);
   std::vector<std::string> closed;
-  auto closer = [&closed](std::string name) { return [&closed, name] { closed.push_back(name); }; };
+  const auto closer = closing_into(closed);
   std::string why;
   auto x1 = a.admit("10.0.0.1", &why, closer("x1"));
   EXPECT_EQ(why, "");
@@ -98,7 +104,7 @@ TEST(Admission, AtACapTheOldestInTheWayIsEvicted) {
 TEST(Admission, TiesGoByAge) {
   Admission a(3, 3);
   std::vector<std::string> closed;
-  auto closer = [&closed](std::string name) { return [&closed, name] { closed.push_back(name); }; };
+  const auto closer = closing_into(closed);
   std::string why;
   auto t1 = a.admit("10.0.0.1", &why, closer("1"));
   auto t2 = a.admit("10.0.0.2", &why, closer("2"));
