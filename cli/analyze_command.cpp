@@ -23,7 +23,7 @@
 #include "tensorwire/launch/testbed.hpp"
 #include "tensorwire/profile/model.hpp"
 #include "tensorwire/profile/twin.hpp"
-#include "tensorwire/util/output_path.hpp"
+#include "tensorwire/core/output_check.hpp"
 #include "tensorwire/util/parallel.hpp"
 #include "tensorwire/view/diagnosis_input.hpp"
 

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "command.hpp"
-#include "tensorwire/util/output_path.hpp"
+#include "tensorwire/core/output_check.hpp"
 #include "tensorwire/view/chakra.hpp"
 #include "tensorwire/view/diagnosis_input.hpp"
 #include "tensorwire/capture/capture_session.hpp"

@@ -10,7 +10,7 @@
 #include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/profile/build.hpp"
-#include "tensorwire/util/output_path.hpp"
+#include "tensorwire/core/output_check.hpp"
 
 namespace tw::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include "command.hpp"
 #include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
-#include "tensorwire/util/output_path.hpp"
+#include "tensorwire/core/output_check.hpp"
 #include "tensorwire/view/report.hpp"
 
 namespace tw::cli {

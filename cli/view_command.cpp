@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "command.hpp"
+#include "tensorwire/core/output_check.hpp"
 #include "tensorwire/util/output_path.hpp"
 #include "tensorwire/view/sources.hpp"
 

@@ -50,6 +50,10 @@ std::string profile_file(const std::string& dir) { return in(dir, "profile.yaml"
 std::string run_file(const std::string& dir) { return in(dir, "run.json"); }
 std::string compare_file(const std::string& dir) { return in(dir, "compare.json"); }
 std::string logs_dir(const std::string& dir) { return in(dir, "logs"); }
+bool is_run_file(const std::string& file_name) {
+  return file_name == "run.json" || file_name == "profile.yaml" || file_name == "roster.yaml" || file_name == "compare.json" ||
+         has(file_name, "rank-", ".json") || has(file_name, "rank-", ".twr") || file_name.ends_with(".observed.csv");
+}
 
 }  // namespace run_dir
 

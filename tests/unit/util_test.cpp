@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tensorwire/util/heap.hpp"
+#include "tensorwire/core/output_check.hpp"
 #include "tensorwire/util/output_path.hpp"
 #include "tensorwire/util/parallel.hpp"
 #include "tensorwire/util/printable.hpp"

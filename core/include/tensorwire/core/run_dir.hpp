@@ -16,6 +16,10 @@ std::string summary_name(RankId rank);
 std::string profile_file(const std::string& dir);  // profile.yaml: the profile as replayed
 std::string run_file(const std::string& dir);      // run.json: the controller's account of the run
 std::string compare_file(const std::string& dir);  // compare.json
+// Whether a file name is one of a run directory's own files, which the readers
+// take: run.json, profile.yaml, roster.yaml, compare.json, rank-R.json and .twr,
+// a profile's sidecar (*.observed.csv).
+bool is_run_file(const std::string& file_name);
 std::string logs_dir(const std::string& dir);      // logs/: each agent's output
 
 // run.json, the controller's account of the run: null if there is none.
