@@ -103,7 +103,8 @@ echo "|---|---|---|---|---|---|"
 quiet_table_start
 pin_option() { [ "$PIN" = 1 ] && echo --pin; }
 # The agents run with their default spin (20 us: before a deadline, and at a flow
-# whose socket ran dry before it sleeps) unless a row says --spin-us 0.
+# whose socket ran dry before it sleeps, while the machine has a core to spare)
+# unless a row says --spin-us 0.
 SPIN=()
 tput() {  # SIZE FLOWS COUNT IO_THREADS -> Gb/s; fails (and the script with it) when the run did
   local v
@@ -158,9 +159,11 @@ echo "${T[8MiB 4]}. With two I/O threads a side (\`--io-threads 2\`) the agents 
 echo "cores for four flows and iperf3 -P 4 cannot: ${TR[8MiB 4 2]} Gb/s, ${T[8MiB 4 2]}, not a like-for-like"
 echo "comparison. 16 flows are compared with 4 iperf3 processes of 4 streams each, which use"
 echo "both cores: ${T[8MiB 16]} with one I/O thread, ${T[8MiB 16 2]} with two, and ${T[8MiB 16 2 nospin]} with two and"
-echo "no look at dry sockets (\`--spin-us 0\`, as \`run --testbed\` runs agents that are as many"
-echo "as the machine's cores, or whose I/O threads outnumber them: Agents sharing cores,"
-echo "below). Where the 16-flow rows lose: docs/dataplane-analyses.md, 16 flows."
+echo "no spin (\`--spin-us 0\`, as \`run --testbed\` runs agents that are as many as the"
+echo "machine's cores, or whose I/O threads outnumber them). With two I/O threads a side the"
+echo "agents' four busy threads leave no core to spare, and a flow whose socket ran dry"
+echo "looks again only while one is (Agents sharing cores, below): those two rows differ by"
+echo "the noise alone. Where the 16-flow rows lose: docs/dataplane-analyses.md, 16 flows."
 echo
 pair_rate() {  # MODE SIZE COUNT [LOWAT [CHUNK]] -> msg/s ("" for no LOWAT)
   # shellcheck disable=SC2086  # an empty LOWAT or CHUNK is no argument

@@ -13,7 +13,7 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
   app->add_option("--link-gbps", a.link_gbps, "Link rate of the timing model (open-loop plan, comparison)")
       ->capture_default_str()
       ->check(finite_range(1e-6, 1e6));
-  app->add_option("--spin-us", a.spin_us, "Busy-wait this long before each deadline, and look again this long (at most 20 us) at a flow whose socket ran dry before it sleeps (default: 20, or 0 when the agents on this machine, --local or --testbed, are as many as its cores, or their I/O threads more)")
+  app->add_option("--spin-us", a.spin_us, "Busy-wait this long before each deadline, and look again this long (at most 20 us) at a flow whose socket ran dry before it sleeps, while the machine has a core to spare (no more threads runnable than cores, /proc/loadavg) (default: 20, or 0 when the agents on this machine, --local or --testbed, are as many as its cores, or their I/O threads more)")
       ->check(finite_range(0.0, 1e6));
   app->add_option("--read-gap-us", a.read_gap_us,
                   "Read a flow of messages under 64 KiB whose socket ran dry again no sooner than this after its last "

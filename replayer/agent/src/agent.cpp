@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -106,6 +107,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     for (std::size_t t = 1; t < threads_; ++t) workers_.push_back(std::make_unique<Worker>(*this, t));
     read_buffers_.resize(threads_);
     for (auto& b : read_buffers_) b.resize(kReadBuffer + kCopySlack);
+    const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+    for (std::size_t t = 0; t < threads_; ++t) spare_cores_.push_back(std::make_unique<MachineSpareCores>(cores));
     copy_cursors_.resize(threads_);
     Bytes largest = frame::kHeaderSize;
     for (const Op& op : p_.ops) {
@@ -136,6 +139,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         s.read_lag = p_.flows[f].read_lag;
         s.wake_early = &wake_early_;
         s.spin = c.spin;
+        s.spare_cores = spare_cores_[t].get();
         s.read_gap = c.read_gap;
         s.read_buffer = read_buffers_[t];
         s.iterations = iterations_;
@@ -808,6 +812,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   std::optional<tcp::acceptor> acceptor_;
   std::vector<std::byte> payload_;
   std::vector<std::vector<std::byte>> read_buffers_;  // one per I/O thread, shared by its incoming flows
+  std::vector<std::unique_ptr<MachineSpareCores>> spare_cores_;  // one per I/O thread, for its incoming flows
   std::vector<CopyCursor> copy_cursors_;               // one per I/O thread, shared by its outgoing flows
   std::vector<std::uint32_t> recv_seen_;
   std::vector<int> slot_of_flow_;

@@ -172,14 +172,20 @@ bool IncomingFlow::sight(int fd, Nanos now) {
 // thread moved 38.7-44.5 Gb/s with a 20 us spin at the receiver against
 // 35.6-39.1 without, the receiver sleeping a third as often (5 paired rounds,
 // docs/dataplane-analyses.md). Without spin (agents or their threads crowding the
-// cores) a flow sleeps at once.
+// cores) a flow sleeps at once, and so it does while the machine has no core to
+// spare: every one taken by a runnable thread, the looking one included
+// (spare_cores.hpp), where the look would hold a core that another thread, often
+// the sender it waits for, is waiting for.
 // At most kMostLook, whatever the spin before deadlines: the look bridges the gaps
 // of a stream, and a receiver spinning 500 us after every message (--spin-us 500)
 // took the sender's core often enough to double its start error's p99.
 bool IncomingFlow::keep_looking() {
   if (s_.spin <= 0) return false;
   const Nanos now = mono_now();
-  if (dry_since_ == 0) dry_since_ = now;
+  if (dry_since_ == 0) {
+    if (s_.spare_cores != nullptr && !s_.spare_cores->spare(now)) return false;
+    dry_since_ = now;
+  }
   if (now - dry_since_ < std::min(s_.spin, kMostLook)) return true;
   dry_since_ = 0;
   return false;

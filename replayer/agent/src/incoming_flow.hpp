@@ -20,6 +20,7 @@
 #include "precise_timer.hpp"
 #include "recorder.hpp"
 #include "sightings.hpp"
+#include "spare_cores.hpp"
 #include "tensorwire/core/frame.hpp"
 #include "tensorwire/core/profile.hpp"
 #include "tensorwire/core/profile_slice.hpp"
@@ -52,6 +53,9 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     // The delivery timer's spin, and how long a flow whose socket ran dry keeps
     // looking before it sleeps in epoll (keep_looking()).
     Nanos spin = 0;
+    // The I/O thread's view of the machine's cores: a flow looks only while one
+    // is spare (spare_cores.hpp). Null: it looks whenever it may.
+    MachineSpareCores* spare_cores = nullptr;
     // While it looks again and no op waits for its messages (Events::awaited),
     // a flow reads no sooner than this after its last read that returned bytes
     // (read_some()).
