@@ -1,6 +1,7 @@
 #include <fmt/core.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <new>
 
 #include "command.hpp"
@@ -49,6 +50,12 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "tensorwire: out of memory: the input or the options ask for more than this machine has\n");
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // "path: reason", as every other error names its file (not the library's
+    // "filesystem error: status: Too many levels of symbolic links [path]").
+    const std::string path = !e.path1().empty() ? e.path1().string() : e.path2().string();
+    fmt::print(stderr, "tensorwire: {}{}\n", tw::printable(path.empty() ? "" : path + ": "), tw::printable(e.code().message()));
     return 1;
   } catch (const std::exception& e) {
     // One line, whatever the message quotes from a file (its control characters escaped).

@@ -110,14 +110,23 @@ KeptRecords load_records(const std::string& dir, const Profile& profile, bool ke
     if (span) check_record_times(out.ranks.back(), *span, path, r);
     // A rank ends no more iterations than its summary says it ran (fewer when it
     // failed): what is beyond was not written by its agent, and would size every
-    // per-iteration table of what reads the run.
+    // per-iteration table of what reads the run. A rank that finished, and whose
+    // recorder dropped nothing, ended every one: fewer is a file cut short (a
+    // header alone read as a rank that measured nothing).
     const std::string summary = run_dir::summary_file(dir, static_cast<RankId>(r));
     if (fs::exists(summary)) {
-      const auto ran = run_dir::read_summary(dir, static_cast<RankId>(r))["iterations"].get<std::uint64_t>();  // checked there
+      const nlohmann::json s = run_dir::read_summary(dir, static_cast<RankId>(r));  // types checked there
+      const auto ran = s["iterations"].get<std::uint64_t>();
       const auto ended = static_cast<std::uint64_t>(
           std::count_if(out.ranks.back().begin(), out.ranks.back().end(), [](const Record& x) { return x.is(RecordKind::iteration); }));
       if (ended > ran) {
         throw std::runtime_error(path + ": " + std::to_string(ended) + " iterations ended, but " + summary + " says the rank ran " +
+                                 std::to_string(ran));
+      }
+      const bool whole = s.value("finished", false) && out.failure.empty() &&
+                         (!s.contains("counters") || s["counters"].value("records_dropped", std::uint64_t{0}) == 0);
+      if (whole && ended < ran) {
+        throw std::runtime_error(path + ": " + std::to_string(ended) + " iterations ended, but " + summary + " says the rank finished " +
                                  std::to_string(ran));
       }
     }

@@ -3,9 +3,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
+#include <string>
 
 #include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/capture_dir.hpp"
@@ -26,7 +28,48 @@ std::string ProcessTrace::rank_text() const {
 
 namespace {
 
-ProcessTrace read_one(const fs::path& json_path) {
+// When the events of a capture directory can have happened: from its sessions'
+// first start to their last end (none while one is still running), an hour either
+// side, for a realtime clock stepped meanwhile; without a session, any time from
+// 0. And no call returns before it was entered. A damaged event (entered at 0, returned at INT64_MAX, or before it was
+// entered) made every duration and rate of the capture nonsense.
+struct TimeSpan {
+  std::int64_t lo = 0;
+  std::int64_t hi = std::numeric_limits<std::int64_t>::max();
+  std::string what = "at or after 0";
+  bool holds(std::int64_t t) const { return t >= lo && t <= hi; }
+};
+
+TimeSpan capture_span(const std::string& dir) {
+  constexpr std::int64_t kSlack = 3600LL * 1'000'000'000LL;
+  constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
+  std::int64_t first = kMost, last = 0;
+  bool running = false;
+  for (const std::string& file : capture_dir::session_files(dir)) {
+    const nlohmann::json c = read_json_file(file);
+    if (!c.is_object()) throw std::runtime_error(file + ": not a capture session (a JSON object expected)");
+    const std::int64_t started = json_int(c, "started_ns", file, 0);
+    const std::int64_t ended = json_int(c, "ended_ns", file, 0);
+    if (started <= 0) continue;
+    first = std::min(first, started);
+    if (ended <= 0) running = true;
+    last = std::max(last, std::max(started, ended));
+  }
+  TimeSpan s;
+  if (first == kMost) return s;
+  s.lo = first - std::min(first, kSlack);
+  s.hi = running || last > kMost - kSlack ? kMost : last + kSlack;
+  s.what = "within the capture's sessions, an hour either side";
+  return s;
+}
+
+std::string event_at(const ProcessTrace& t) { return t.file + ": event " + std::to_string(t.event_count() + 1); }
+
+void check_time(const ProcessTrace& t, std::int64_t at, const TimeSpan& span) {
+  if (!span.holds(at)) throw std::runtime_error(event_at(t) + ": a time of " + std::to_string(at) + " ns, not " + span.what);
+}
+
+ProcessTrace read_one(const fs::path& json_path, const TimeSpan& span) {
   ProcessTrace t;
   const nlohmann::json j = read_json_file(json_path.string());
   if (!j.is_object()) throw std::runtime_error(json_path.string() + ": not a trace description");
@@ -68,12 +111,14 @@ ProcessTrace read_one(const fs::path& json_path) {
       case trace::Kind::conn: {
         trace::ConnEvent e;
         std::memcpy(&e, buf, 64);
+        check_time(t, e.at_ns, span);
         t.conns.push_back(e);
         break;
       }
       case trace::Kind::tcp_info: {
         trace::TcpInfoEvent e;
         std::memcpy(&e, buf, 64);
+        check_time(t, e.at_ns, span);
         t.tcp_info.push_back(e);
         break;
       }
@@ -81,6 +126,7 @@ ProcessTrace read_one(const fs::path& json_path) {
         trace::MarkEvent e;
         std::memcpy(&e, buf, 64);
         e.name[sizeof e.name - 1] = 0;
+        check_time(t, e.at_ns, span);
         t.marks.push_back(e);
         break;
       }
@@ -88,7 +134,7 @@ ProcessTrace read_one(const fs::path& json_path) {
         trace::SampleEvent e;
         std::memcpy(&e, buf, 64);
         if (e.head_len > trace::kSampleHead || e.tail_len > trace::kSampleTail) {
-          throw std::runtime_error(t.file + ": event " + std::to_string(t.event_count() + 1) + ": sample longer than its event");
+          throw std::runtime_error(event_at(t) + ": sample longer than its event");
         }
         t.samples.push_back(e);
         break;
@@ -101,11 +147,16 @@ ProcessTrace read_one(const fs::path& json_path) {
       case trace::Kind::shutdown: {
         trace::Event e;
         std::memcpy(&e, buf, 64);
+        check_time(t, e.enter_ns, span);
+        check_time(t, e.exit_ns, span);
+        if (e.exit_ns < e.enter_ns) {
+          throw std::runtime_error(event_at(t) + ": a call that returned " + std::to_string(e.enter_ns - e.exit_ns) + " ns before it was entered");
+        }
         // A call moves at most what it asked for, and a stream's offsets fit in
         // 64 bits: anything else is a damaged file, not bytes the job moved.
         if ((e.kind == trace::Kind::send || e.kind == trace::Kind::recv) && e.result > 0 &&
             (static_cast<std::uint64_t>(e.result) > e.requested || e.offset > UINT64_MAX - static_cast<std::uint64_t>(e.result))) {
-          throw std::runtime_error(t.file + ": event " + std::to_string(t.event_count() + 1) + ": " +
+          throw std::runtime_error(event_at(t) + ": " +
                                    (e.kind == trace::Kind::send ? "a send" : "a receive") + " of " + std::to_string(e.result) +
                                    " bytes at stream offset " + std::to_string(e.offset) + " that asked for " +
                                    std::to_string(e.requested));
@@ -134,7 +185,8 @@ std::vector<ProcessTrace> read_capture_dir(const std::string& dir) {
   }
   std::sort(files.begin(), files.end());
   std::vector<ProcessTrace> out;
-  for (const auto& f : files) out.push_back(read_one(f));
+  const TimeSpan span = capture_span(dir);
+  for (const auto& f : files) out.push_back(read_one(f, span));
   std::sort(out.begin(), out.end(), [](const ProcessTrace& a, const ProcessTrace& b) { return a.pid < b.pid; });
   return out;
 }

@@ -218,7 +218,6 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
               std::string::npos)
         << command << ": " << beyond.output;
   }
-
   // Transmit timestamps: a record per message sent, in the order of a message's
   // life. On loopback (no queueing discipline) --tx-sched auto asks for no
   // TX_SCHED; forced on, it comes, and every 3rd message of a flow is sampled.
@@ -236,6 +235,26 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
   const RunCheck cs = check(p, sampled.path(), {4, false, 50 * kMicro});
   EXPECT_TRUE(cs.problems.empty()) << joined(cs.problems);
   EXPECT_EQ(cs.messages, 4 * sends);
+
+  // Fewer than a finished rank ran: a file cut short to its header read as a
+  // rank that measured nothing, refused by every reader.
+  { RecordFile header_only(rx); }
+  for (const std::string& command : std::vector<std::string>{"results check", "analyze", "report", "compare " + profile}) {
+    const Ran cut = run(kBinary + " " + command + " " + dir.path() + (command == "report" ? " -o " + dir.path() + "/r.html" : ""), dir.path());
+    EXPECT_NE(cut.status, 0) << command << ": " << cut.output;
+    EXPECT_NE(cut.output.find(rx + ": 0 iterations ended, but " + run_dir::summary_file(dir.path(), 1) + " says the rank finished 4"),
+              std::string::npos)
+        << command << ": " << cut.output;
+  }
+  // A symbolic link in a loop in its place: one line naming the file.
+  std::filesystem::remove(rx);
+  std::filesystem::create_symlink(rx, rx);
+  const Ran loop = run(kBinary + " analyze " + dir.path(), dir.path());
+  EXPECT_EQ(loop.status, 1) << loop.output;
+  EXPECT_NE(loop.output.find("tensorwire: " + rx + ": Too many levels of symbolic links\n"), std::string::npos) << loop.output;
+  const Ran loop_view = run(kBinary + " view " + rx + " -o " + dir.path() + "/v.json", dir.path());
+  EXPECT_EQ(loop_view.status, 1) << loop_view.output;
+  EXPECT_NE(loop_view.output.find(rx + ": Too many levels of symbolic links"), std::string::npos) << loop_view.output;
 }
 
 TEST(Replay, FourRankResNetAndParameterServer) {

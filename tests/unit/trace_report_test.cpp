@@ -2,6 +2,8 @@
 // job starts: the tap's interfaces, the shim and python/ beside the binary, the
 // job's environment and the exit code passed on.
 #include <gtest/gtest.h>
+
+#include <cstring>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -168,6 +170,54 @@ TEST(TraceReport, ATraceCutShortIsNotComplete) {
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), d.path() + "/trace-42.json: type must be number, but is string");
   }
+}
+
+// Event times a job's calls could have: none returned before it was entered, and
+// with a session file none outside its start and end (an hour either side). A
+// damaged event (entered at 0, returned at INT64_MAX) made every duration nonsense.
+TEST(TraceReport, EventTimesOutsideTheCaptureAreRefused) {
+  const TempDir d("tw-trace-times-test");
+  const auto write = [&](const std::vector<trace::Event>& events) {
+    const auto header = binary_file::encode_header(trace::kMagic, trace::kVersion, sizeof(trace::Event));
+    std::ofstream twt(d.path() + "/trace-42.twt", std::ios::binary | std::ios::trunc);
+    twt.write(reinterpret_cast<const char*>(header.data()), header.size());
+    for (const auto& e : events) twt.write(reinterpret_cast<const char*>(&e), sizeof e);
+  };
+  const auto refused = [&]() -> std::string {
+    try {
+      read_capture_dir(d.path());
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "read";
+  };
+  std::ofstream(d.path() + "/trace-42.json") << R"({"pid": 42, "final": true, "events_written": 2})";
+  const std::string twt = d.path() + "/trace-42.twt";
+  write({test::send(1, 10, 15, 0, 100), test::send(1, 20, 12, 100, 100)});
+  EXPECT_EQ(refused(), twt + ": event 2: a call that returned 8 ns before it was entered");
+  write({test::send(1, 10, 15, 0, 100), test::send(1, 20, 25, 100, 100)});
+  EXPECT_EQ(refused(), "read") << "no session: any time from 0";
+
+  constexpr Nanos kStart = 1'800'000'000'000'000'000, kHour = 3600'000'000'000;
+  std::ofstream(d.path() + "/capture.json") << R"({"started_ns": )" << kStart << R"(, "ended_ns": )" << kStart + kSecond << "}";
+  write({test::send(1, kStart + 10, kStart + 15, 0, 100), test::send(1, kStart - kHour + 1, kStart, 100, 100)});
+  EXPECT_EQ(refused(), "read") << "within an hour of the session";
+  write({test::send(1, kStart + 10, kStart + 15, 0, 100), test::send(1, 0, INT64_MAX, 100, 100)});
+  EXPECT_EQ(refused(), twt + ": event 2: a time of 0 ns, not within the capture's sessions, an hour either side");
+  write({test::send(1, kStart, kStart + kSecond + kHour + 1, 0, 100)});
+  EXPECT_NE(refused().find(twt + ": event 1: a time of "), std::string::npos);
+  trace::MarkEvent m{};
+  m.kind = trace::Kind::mark;
+  m.phase = 'I';
+  m.at_ns = -5;
+  trace::Event as_event{};
+  std::memcpy(&as_event, &m, sizeof m);
+  write({as_event});
+  EXPECT_EQ(refused(), twt + ": event 1: a time of -5 ns, not within the capture's sessions, an hour either side");
+  // A session still running has no end yet: no bound after its start.
+  std::ofstream(d.path() + "/capture.json") << R"({"started_ns": )" << kStart << "}";
+  write({test::send(1, kStart + 100 * kHour, kStart + 101 * kHour, 0, 100)});
+  EXPECT_EQ(refused(), "read");
 }
 
 TEST(CaptureSetup, WireOptionNamesTheInterfaces) {

@@ -103,7 +103,9 @@ std::string source_kind(const std::string& path) {
     throw std::runtime_error(path + ": neither a capture (trace-PID.json) nor a run directory (run.json, rank-0.json)");
   }
   if (fs::is_regular_file(path, ec)) return "profile";
-  if (fs::exists(path, ec)) throw std::runtime_error(path + ": not a regular file or a directory");
+  const bool there = fs::exists(path, ec);
+  if (ec) throw std::runtime_error(path + ": " + ec.message());  // a symbolic link's loop, a directory we may not search
+  if (there) throw std::runtime_error(path + ": not a regular file or a directory");
   throw std::runtime_error(path + ": no such file or directory");
 }
 
