@@ -72,7 +72,7 @@ intro() {
   echo "8 and 64 MiB messages ($(med "${T[1MiB 1 pin]}") with 1 MiB, each side pinned; $(med "$PAIR") of a blocking"
   echo "pair); four flows at $(med "${T[8MiB 4]}") ($(med "${T[8MiB 4 2]}") with the agents' two I/O threads, against"
   echo "iperf3's one: Reading the ratios); 16 flows at $(med "${T[8MiB 16]}") of four iperf3 processes,"
-  echo "$(med "${T[8MiB 16 2]}") with two I/O threads and $(med "${T[8MiB 16 2 nospin]}") with two and no look at dry sockets; 64 KiB"
+  echo "$(med "${T[8MiB 16 2]}") with two I/O threads and $(med "${T[8MiB 16 2 nospin]}") with two and no spin; 64 KiB"
   echo "messages at $(med "${S[65536 plain]}") of the plain blocking loop and $(med "${S[65536 stamped]}") of the timestamped"
   echo "one ($(med "${S[65536 every16]}") of the plain loop with every 16th message stamped); 4 KiB messages"
   echo "at $(med "${S[4096 plain]}") and $(med "${S[4096 stamped]}") ($(med "${S[4096 every16]}") with every 16th stamped; the kernel's"
