@@ -162,8 +162,9 @@ echo "both cores: ${T[8MiB 16]} with one I/O thread, ${T[8MiB 16 2]} with two, a
 echo "no spin (\`--spin-us 0\`, as \`run --testbed\` runs agents that are as many as the"
 echo "machine's cores, or whose I/O threads outnumber them). With two I/O threads a side the"
 echo "agents' four busy threads leave no core to spare, and a flow whose socket ran dry"
-echo "looks again only while one is (Agents sharing cores, below): those two rows differ by"
-echo "the noise alone. Where the 16-flow rows lose: docs/dataplane-analyses.md, 16 flows."
+echo "looks again only while one is (Agents sharing cores, below): those two rows run alike"
+echo "but for the spin before deadlines, which a stream without compute hardly uses (they are"
+echo "not paired with each other). Where the 16-flow rows lose: docs/dataplane-analyses.md, 16 flows."
 echo
 pair_rate() {  # MODE SIZE COUNT [LOWAT [CHUNK]] -> msg/s ("" for no LOWAT)
   # shellcheck disable=SC2086  # an empty LOWAT or CHUNK is no argument

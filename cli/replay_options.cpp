@@ -18,7 +18,7 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
   app->add_option("--read-gap-us", a.read_gap_us,
                   "Read a flow of messages under 64 KiB whose socket ran dry again no sooner than this after its last "
                   "read that returned bytes, while no op waits for its messages (a flow an op waits for is read at once) "
-                  "and it looks again (--spin-us above 0): fewer, larger reads, and fewer acknowledgements for the sender "
+                  "and it looks again (--spin-us above 0, while a core is spare): fewer, larger reads, and fewer acknowledgements for the sender "
                   "to process (small messages: docs/BENCHMARKS.md). Receive times stay when the socket was seen to hold "
                   "each message; results say the gap (0: every read at once; at most 1000)")
       ->capture_default_str();

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -28,11 +29,14 @@ std::string ProcessTrace::rank_text() const {
 
 namespace {
 
-// When the events of a capture directory can have happened: from its sessions'
-// first start to their last end (none while one is still running), an hour either
-// side, for a realtime clock stepped meanwhile; without a session, any time from
-// 0. And no call returns before it was entered. A damaged event (entered at 0, returned at INT64_MAX, or before it was
-// entered) made every duration and rate of the capture nonsense.
+// When the events of a capture directory can have happened: no earlier than an
+// hour before its first session started, and no later than an hour after they are
+// read (a job's daemons outlive the capture and keep writing; a realtime clock
+// steps). A session file that is not yet written (a capture sharing the
+// directory claims its file first), or that does not say when it started, bounds
+// nothing here; the wire reader reports what is wrong with it. Without a session,
+// any time from 0. A damaged event (entered at 0, returned at INT64_MAX) made
+// every duration and rate of the capture nonsense.
 struct TimeSpan {
   std::int64_t lo = 0;
   std::int64_t hi = std::numeric_limits<std::int64_t>::max();
@@ -40,26 +44,29 @@ struct TimeSpan {
   bool holds(std::int64_t t) const { return t >= lo && t <= hi; }
 };
 
+constexpr std::int64_t kClockSlack = 3600LL * 1'000'000'000LL;
+
 TimeSpan capture_span(const std::string& dir) {
-  constexpr std::int64_t kSlack = 3600LL * 1'000'000'000LL;
-  constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
-  std::int64_t first = kMost, last = 0;
-  bool running = false;
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
   for (const std::string& file : capture_dir::session_files(dir)) {
-    const nlohmann::json c = read_json_file(file);
-    if (!c.is_object()) throw std::runtime_error(file + ": not a capture session (a JSON object expected)");
-    const std::int64_t started = json_int(c, "started_ns", file, 0);
-    const std::int64_t ended = json_int(c, "ended_ns", file, 0);
-    if (started <= 0) continue;
-    first = std::min(first, started);
-    if (ended <= 0) running = true;
-    last = std::max(last, std::max(started, ended));
+    nlohmann::json c;
+    try {
+      c = read_json_file(file);
+    } catch (const std::exception&) {
+      continue;
+    }
+    const auto started = c.is_object() ? c.find("started_ns") : c.end();
+    if (started == c.end() || !started->is_number_integer()) continue;
+    const auto at = started->get<std::int64_t>();
+    if (at > 0) first = std::min(first, at);
   }
   TimeSpan s;
-  if (first == kMost) return s;
-  s.lo = first - std::min(first, kSlack);
-  s.hi = running || last > kMost - kSlack ? kMost : last + kSlack;
-  s.what = "within the capture's sessions, an hour either side";
+  if (first == std::numeric_limits<std::int64_t>::max()) return s;
+  const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  s.lo = first - std::min(first, kClockSlack);
+  const std::int64_t latest = std::max<std::int64_t>(first, now);
+  s.hi = latest > std::numeric_limits<std::int64_t>::max() - kClockSlack ? std::numeric_limits<std::int64_t>::max() : latest + kClockSlack;
+  s.what = "from an hour before the capture started to an hour from now";
   return s;
 }
 
@@ -149,8 +156,15 @@ ProcessTrace read_one(const fs::path& json_path, const TimeSpan& span) {
         std::memcpy(&e, buf, 64);
         check_time(t, e.enter_ns, span);
         check_time(t, e.exit_ns, span);
+        // CLOCK_REALTIME may step back while a call blocks (an NTP step, a leap
+        // second): such a call took no time we know of. Further back than a step
+        // would go, the event is damaged.
         if (e.exit_ns < e.enter_ns) {
-          throw std::runtime_error(event_at(t) + ": a call that returned " + std::to_string(e.enter_ns - e.exit_ns) + " ns before it was entered");
+          if (e.enter_ns - e.exit_ns > kClockSlack) {
+            throw std::runtime_error(event_at(t) + ": a call that returned " + std::to_string(e.enter_ns - e.exit_ns) +
+                                     " ns before it was entered");
+          }
+          e.exit_ns = e.enter_ns;
         }
         // A call moves at most what it asked for, and a stream's offsets fit in
         // 64 bits: anything else is a damaged file, not bytes the job moved.

@@ -221,17 +221,27 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
   // Transmit timestamps: a record per message sent, in the order of a message's
   // life. On loopback (no queueing discipline) --tx-sched auto asks for no
   // TX_SCHED; forced on, it comes, and every 3rd message of a flow is sampled.
-  // That run spins (two agents on this machine's cores would not by default):
-  // its flows look again at a socket found empty before they sleep, and every
-  // byte and dependency is still accounted for.
+  // That run spins (two agents on this machine's cores would not by default),
+  // pinned: its flows look again at a socket found empty before they sleep, and
+  // every byte and dependency is still accounted for.
   check_tx_stamps(p, dir.path(), 4, false, 1);
   TempDir sampled;
   const Ran rs = run(kBinary + " replay --local 2 " + profile + " --out " + sampled.path() +
-                         " --iterations 4 --tx-sched on --tx-stamp-every 3 --spin-us 50",
+                         " --iterations 4 --tx-sched on --tx-stamp-every 3 --spin-us 50 --pin",
                      sampled.path());
   ASSERT_EQ(rs.status, 0) << rs.output;
   check_tx_stamps(p, sampled.path(), 4, true, 3);
   EXPECT_TRUE(spun(sampled.path()));
+  // Pinned, each agent's thread has a core of its own, and its flows look
+  // whatever else the machine runs: none skipped.
+  std::uint64_t looks = 0;
+  for (RankId r = 0; r < 2; ++r) {
+    std::ifstream in(run_dir::summary_file(sampled.path(), r));
+    const nlohmann::json counters = nlohmann::json::parse(in).at("counters");
+    looks += counters.at("looks").get<std::uint64_t>();
+    EXPECT_EQ(counters.at("looks_skipped").get<std::uint64_t>(), 0U) << "rank " << r;
+  }
+  EXPECT_GT(looks, 0U);
   const RunCheck cs = check(p, sampled.path(), {4, false, 50 * kMicro});
   EXPECT_TRUE(cs.problems.empty()) << joined(cs.problems);
   EXPECT_EQ(cs.messages, 4 * sends);
@@ -702,7 +712,9 @@ TEST(Replay, AReadGapGathersTheReadsOfAStreamNobodyWaitsForAndKeepsEveryRecord) 
                             "  {id: s0, type: send, flow: f0, bytes: 4096, after: [c0]}]\n";
   const Profile p = load(profile);
   TempDir gathered;
-  const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + gathered.path() + " --spin-us 20 --read-gap-us 1000",
+  // Pinned (--pin): the gap holds while a flow looks, and a flow whose thread has
+  // a core of its own looks whatever else this machine runs (other tests).
+  const Ran r = run(kBinary + " replay --local 2 " + profile + " --out " + gathered.path() + " --spin-us 20 --read-gap-us 1000 --pin",
                     gathered.path());
   ASSERT_EQ(r.status, 0) << r.output;
   const RunCheck c = check(p, gathered.path(), {3000, false, 50 * kMicro});
@@ -746,7 +758,7 @@ TEST(Replay, AReadGapGathersTheReadsOfAStreamNobodyWaitsForAndKeepsEveryRecord) 
     SCOPED_TRACE(std::to_string(threads) + " I/O thread(s)");
     TempDir at_once;
     const Ran rw = run(kBinary + " replay --local 2 " + waited + " --out " + at_once.path() +
-                           " --spin-us 20 --read-gap-us 1000 --io-threads " + std::to_string(threads),
+                           " --spin-us 20 --read-gap-us 1000 --pin --io-threads " + std::to_string(threads),
                        at_once.path());
     ASSERT_EQ(rw.status, 0) << rw.output;
     const RunCheck cw = check(pw, at_once.path(), {1000, false, 50 * kMicro});

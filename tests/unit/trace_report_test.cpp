@@ -3,6 +3,7 @@
 // job's environment and the exit code passed on.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <sys/wait.h>
 
@@ -172,9 +173,10 @@ TEST(TraceReport, ATraceCutShortIsNotComplete) {
   }
 }
 
-// Event times a job's calls could have: none returned before it was entered, and
-// with a session file none outside its start and end (an hour either side). A
-// damaged event (entered at 0, returned at INT64_MAX) made every duration nonsense.
+// Event times a job's calls could have: with a session file, none more than an
+// hour before it started or an hour after they are read (a job's daemons outlive
+// the capture), and no call returning much before it was entered. A damaged event
+// (entered at 0, returned at INT64_MAX) made every duration nonsense.
 TEST(TraceReport, EventTimesOutsideTheCaptureAreRefused) {
   const TempDir d("tw-trace-times-test");
   const auto write = [&](const std::vector<trace::Event>& events) {
@@ -191,20 +193,26 @@ TEST(TraceReport, EventTimesOutsideTheCaptureAreRefused) {
     }
     return "read";
   };
+  constexpr Nanos kHour = 3600'000'000'000;
   std::ofstream(d.path() + "/trace-42.json") << R"({"pid": 42, "final": true, "events_written": 2})";
   const std::string twt = d.path() + "/trace-42.twt";
-  write({test::send(1, 10, 15, 0, 100), test::send(1, 20, 12, 100, 100)});
-  EXPECT_EQ(refused(), twt + ": event 2: a call that returned 8 ns before it was entered");
-  write({test::send(1, 10, 15, 0, 100), test::send(1, 20, 25, 100, 100)});
-  EXPECT_EQ(refused(), "read") << "no session: any time from 0";
+  write({test::send(1, 10, 15, 0, 100), test::send(1, 2 * kHour, kHour - 1, 100, 100)});
+  EXPECT_EQ(refused(), twt + ": event 2: a call that returned 3600000000001 ns before it was entered");
+  // A realtime clock stepped back while the call blocked: it took no time we know of.
+  write({test::send(1, 10, 15, 0, 100), test::send(1, 2 * kSecond, kSecond, 100, 100)});
+  ASSERT_EQ(refused(), "read") << "no session: any time from 0";
+  EXPECT_EQ(read_capture_dir(d.path())[0].io[1].exit_ns, 2 * kSecond);
 
-  constexpr Nanos kStart = 1'800'000'000'000'000'000, kHour = 3600'000'000'000;
-  std::ofstream(d.path() + "/capture.json") << R"({"started_ns": )" << kStart << R"(, "ended_ns": )" << kStart + kSecond << "}";
-  write({test::send(1, kStart + 10, kStart + 15, 0, 100), test::send(1, kStart - kHour + 1, kStart, 100, 100)});
-  EXPECT_EQ(refused(), "read") << "within an hour of the session";
-  write({test::send(1, kStart + 10, kStart + 15, 0, 100), test::send(1, 0, INT64_MAX, 100, 100)});
-  EXPECT_EQ(refused(), twt + ": event 2: a time of 0 ns, not within the capture's sessions, an hour either side");
-  write({test::send(1, kStart, kStart + kSecond + kHour + 1, 0, 100)});
+  const Nanos start = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count() - 10 * kSecond;
+  std::ofstream(d.path() + "/capture.json") << R"({"started_ns": )" << start << R"(, "ended_ns": )" << start + kSecond << "}";
+  std::ofstream(d.path() + "/capture-other-7.json") << "";  // claimed by a capture sharing the directory, not yet written
+  write({test::send(1, start + 10, start + 15, 0, 100), test::send(1, start - kHour + 1, start, 100, 100)});
+  EXPECT_EQ(refused(), "read") << "within an hour before the start";
+  write({test::send(1, start + 10, start + 15, 0, 100), test::send(1, start + 5 * kSecond, start + 8 * kSecond, 100, 100)});
+  EXPECT_EQ(refused(), "read") << "after the session ended: a process that outlived the capture";
+  write({test::send(1, start + 10, start + 15, 0, 100), test::send(1, 0, INT64_MAX, 100, 100)});
+  EXPECT_EQ(refused(), twt + ": event 2: a time of 0 ns, not from an hour before the capture started to an hour from now");
+  write({test::send(1, start, start + 2 * kHour, 0, 100)});
   EXPECT_NE(refused().find(twt + ": event 1: a time of "), std::string::npos);
   trace::MarkEvent m{};
   m.kind = trace::Kind::mark;
@@ -213,10 +221,10 @@ TEST(TraceReport, EventTimesOutsideTheCaptureAreRefused) {
   trace::Event as_event{};
   std::memcpy(&as_event, &m, sizeof m);
   write({as_event});
-  EXPECT_EQ(refused(), twt + ": event 1: a time of -5 ns, not within the capture's sessions, an hour either side");
-  // A session still running has no end yet: no bound after its start.
-  std::ofstream(d.path() + "/capture.json") << R"({"started_ns": )" << kStart << "}";
-  write({test::send(1, kStart + 100 * kHour, kStart + 101 * kHour, 0, 100)});
+  EXPECT_EQ(refused(), twt + ": event 1: a time of -5 ns, not from an hour before the capture started to an hour from now");
+  // A session that does not say when it started bounds nothing.
+  std::ofstream(d.path() + "/capture.json") << R"({"started_ns": "soon"})";
+  write({test::send(1, 10, 15, 0, 100)});
   EXPECT_EQ(refused(), "read");
 }
 

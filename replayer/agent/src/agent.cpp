@@ -107,8 +107,13 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     for (std::size_t t = 1; t < threads_; ++t) workers_.push_back(std::make_unique<Worker>(*this, t));
     read_buffers_.resize(threads_);
     for (auto& b : read_buffers_) b.resize(kReadBuffer + kCopySlack);
-    const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-    for (std::size_t t = 0; t < threads_; ++t) spare_cores_.push_back(std::make_unique<MachineSpareCores>(cores));
+    // A flow looks at its dry socket only while the machine has a core to spare
+    // (spare_cores.hpp): not asked without a spin, nor where the agent's I/O
+    // threads have cores of their own (--pin, --realtime), whatever else runs.
+    if (c.spin > 0 && !c.pin && !c.realtime) {
+      const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+      for (std::size_t t = 0; t < threads_; ++t) spare_cores_.push_back(std::make_unique<MachineSpareCores>(cores));
+    }
     copy_cursors_.resize(threads_);
     Bytes largest = frame::kHeaderSize;
     for (const Op& op : p_.ops) {
@@ -139,7 +144,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         s.read_lag = p_.flows[f].read_lag;
         s.wake_early = &wake_early_;
         s.spin = c.spin;
-        s.spare_cores = spare_cores_[t].get();
+        s.spare_cores = spare_cores_.empty() ? nullptr : spare_cores_[t].get();
         s.read_gap = c.read_gap;
         s.read_buffer = read_buffers_[t];
         s.iterations = iterations_;
@@ -745,6 +750,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     for (const auto& in : in_) {
       s.messages_received += in->messages();
       s.bytes_received += in->bytes();
+      s.looks += in->looks();
+      s.looks_skipped += in->looks_skipped();
     }
     s.records_written = recorder_.written();
     s.records_dropped = recorder_.dropped();

@@ -183,7 +183,11 @@ bool IncomingFlow::keep_looking() {
   if (s_.spin <= 0) return false;
   const Nanos now = mono_now();
   if (dry_since_ == 0) {
-    if (s_.spare_cores != nullptr && !s_.spare_cores->spare(now)) return false;
+    if (s_.spare_cores != nullptr && !s_.spare_cores->spare(now)) {
+      ++looks_skipped_;
+      return false;
+    }
+    ++looks_;
     dry_since_ = now;
   }
   if (now - dry_since_ < std::min(s_.spin, kMostLook)) return true;

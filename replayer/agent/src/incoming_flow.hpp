@@ -92,6 +92,10 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   FlowIndex flow() const { return flow_; }
   std::uint64_t messages() const { return messages_; }
   std::uint64_t bytes() const { return bytes_; }
+  // Times a socket found dry was looked at again, and times it was not for want
+  // of a spare core (keep_looking()).
+  std::uint64_t looks() const { return looks_; }
+  std::uint64_t looks_skipped() const { return looks_skipped_; }
 
  private:
   struct Delivery {
@@ -138,6 +142,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   OpIndex op_ = 0;  // the slice's index of the message being received (validate())
   std::atomic<bool> eof_{false};
   std::uint64_t messages_ = 0, bytes_ = 0;
+  std::uint64_t looks_ = 0, looks_skipped_ = 0;
   int low_water_ = 1;  // the socket's SO_RCVLOWAT
   bool use_low_water_ = false;  // this socket's congestion control paces (adopt(), set_low_water())
   Nanos dry_since_ = 0;  // when the socket was last found empty, 0 once read from

@@ -24,6 +24,7 @@ struct RunSummary {
   std::vector<std::pair<Nanos, Nanos>> iteration_times;  // CLOCK_REALTIME start, end
   std::uint64_t messages_sent = 0, bytes_sent = 0, messages_received = 0, bytes_received = 0;
   std::uint64_t records_written = 0, records_dropped = 0, tx_timestamps_lost = 0;
+  std::uint64_t looks = 0, looks_skipped = 0;  // at dry sockets (IncomingFlow::looks())
   long max_rss_kib = 0;
   bool open_loop = false;
   double slowdown = 1.0;

@@ -6,8 +6,9 @@
 // core idle. Where more threads are runnable than the machine has cores, a
 // looking thread holds a core that another is waiting for: on one host, often the
 // sender whose bytes it looks for. 16 flows between two agents of two I/O threads
-// each on 2 cores moved 84% of four iperf3 processes' rate with the look and 93%
-// without (docs/BENCHMARKS.md, Agents sharing cores). An agent does not know what
+// each on 2 cores moved 84% of four iperf3 processes' rate with the look and 94%
+// without (docs/dataplane-analyses.md, 16 flows). Where the agent's I/O threads
+// have cores of their own (--pin, --realtime) the agent does not ask (agent.cpp). An agent does not know what
 // else runs on its machine (other agents started by hand, the job itself), so it
 // asks the kernel: the running count of /proc/loadavg ("R/T", the threads
 // runnable on all CPUs now, the reader included) against the CPUs online. It is
@@ -15,8 +16,12 @@
 // the answer held until then.
 //
 // System-wide: threads confined to some of the cores (taskset, a cpuset) can
-// crowd them while the machine has cores to spare, and a container whose
-// /proc/loadavg is its own (lxcfs) counts only its threads. Where the count
+// crowd them while the machine has cores to spare, a container held to a CPU
+// quota (docker --cpus) sees the host's cores and count, and one whose
+// /proc/loadavg is its own (lxcfs) counts only its threads. The read gap holds
+// only while a flow looks (IncomingFlow::too_soon()): without a spare core,
+// small messages are read as they come. Run summaries count the looks and the
+// looks skipped. Where the count
 // cannot be read, the flow looks as it did before (spare() is true).
 #pragma once
 
@@ -98,7 +103,6 @@ class SpareCores {
   }
   // How many readings found every core taken.
   std::uint64_t busy() const { return busy_; }
-  Read& reader() { return read_; }
 
  private:
   long cores_;
