@@ -256,6 +256,18 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
               std::string::npos)
         << command << ": " << cut.output;
   }
+  // The same file under a summary saying the rank did not finish: what it
+  // measured, and nothing is missing that it should hold.
+  {
+    const std::string summary = run_dir::summary_file(dir.path(), 1);
+    std::ifstream in(summary);
+    nlohmann::json j = nlohmann::json::parse(in);
+    in.close();
+    j["finished"] = false;
+    std::ofstream(summary) << j.dump();
+  }
+  const Ran unfinished = run(kBinary + " results rates " + dir.path(), dir.path());
+  EXPECT_EQ(unfinished.status, 0) << unfinished.output;
   // A symbolic link in a loop in its place: one line naming the file.
   std::filesystem::remove(rx);
   std::filesystem::create_symlink(rx, rx);
