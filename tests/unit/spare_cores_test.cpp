@@ -50,7 +50,6 @@ TEST(SpareCores, ACoreIsSpareWhileTheRunnableThreadsFitTheCores) {
   EXPECT_FALSE(cores.spare(1000)) << "a third waits";
   running = 1;
   EXPECT_TRUE(cores.spare(2000));
-  EXPECT_EQ(cores.busy(), 1U);
 }
 
 TEST(SpareCores, TheCountIsReadAtMostOncePerPeriod) {
@@ -74,7 +73,6 @@ TEST(SpareCores, ACountThatCannotBeReadLeavesTheLookAsItWas) {
   SpareCores<FakeRunning> unknown_cores(-1, FakeRunning{&running, &asked}, 1000);
   running = 64;
   EXPECT_TRUE(unknown_cores.spare(0)) << "sysconf failed: the cores are unknown";
-  EXPECT_EQ(cores.busy() + unknown_cores.busy(), 0U);
 }
 
 // The real /proc/loadavg: its running count includes the reading thread, and

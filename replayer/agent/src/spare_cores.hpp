@@ -98,11 +98,8 @@ class SpareCores {
     asked_at_ = now;
     const std::optional<int> running = cores_ > 0 ? read_() : std::nullopt;
     spare_ = !running || *running <= cores_;
-    if (!spare_) ++busy_;
     return spare_;
   }
-  // How many readings found every core taken.
-  std::uint64_t busy() const { return busy_; }
 
  private:
   long cores_;
@@ -111,7 +108,6 @@ class SpareCores {
   bool asked_ = false;
   Nanos asked_at_ = 0;
   bool spare_ = true;
-  std::uint64_t busy_ = 0;
 };
 
 using MachineSpareCores = SpareCores<LoadavgReader>;
