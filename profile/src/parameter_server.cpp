@@ -9,7 +9,7 @@
 
 namespace tw::synth {
 
-Profile parameter_server(const Model& model, const SynthOptions& o, SimGraph* graph) {
+Profile parameter_server(const Model& model, const SynthOptions& o, SimGraph* graph, std::size_t* count) {
   const std::uint32_t w = o.ranks;
   const std::uint32_t s = o.servers;
   if (w < 1 || w > 4096) throw std::invalid_argument("the parameter server needs --ranks (workers) from 1 to 4096");
@@ -26,7 +26,7 @@ Profile parameter_server(const Model& model, const SynthOptions& o, SimGraph* gr
   p.metadata.description = model.name + " data-parallel with " + std::to_string(w) + " workers and " +
                            std::to_string(s) + " servers, tensors partitioned at " + human_bytes(o.partition_bytes) +
                            ", push then pull per key";
-  Builder b(p, graph);
+  Builder b(p, graph, count);
   for (std::uint32_t i = 0; i < w; ++i) b.add_rank(Role::worker);
   for (std::uint32_t i = 0; i < s; ++i) b.add_rank(Role::server);
   for (const auto& t : model.tensors) p.tensors.push_back({t.name, t.bytes, "", t.dtype});

@@ -45,7 +45,7 @@ std::vector<Bytes> ring_segments(Bytes bytes, std::uint32_t ranks, Bytes max_seg
 
 namespace synth {
 
-Profile ring_allreduce(const Model& model, const SynthOptions& o, SimGraph* graph) {
+Profile ring_allreduce(const Model& model, const SynthOptions& o, SimGraph* graph, std::size_t* count) {
   const std::uint32_t n = o.ranks;
   if (n < 2 || n > 4096) throw std::invalid_argument("ring all-reduce needs --ranks from 2 to 4096");
   if (o.bucket_bytes == 0 || o.first_bucket_bytes == 0) throw std::invalid_argument("bucket sizes must be positive");
@@ -61,7 +61,7 @@ Profile ring_allreduce(const Model& model, const SynthOptions& o, SimGraph* grap
                            human_bytes(o.first_bucket_bytes) + " then " + human_bytes(o.bucket_bytes) +
                            ", Gloo ring all-reduce (reduce-scatter + all-gather) in segments of at most " +
                            human_bytes(o.max_segment_bytes);
-  Builder b(p, graph);
+  Builder b(p, graph, count);
   for (std::uint32_t r = 0; r < n; ++r) b.add_rank(Role::worker);
   std::vector<FlowIndex> right(n);
   for (std::uint32_t r = 0; r < n; ++r) right[r] = b.flow(r, (r + 1) % n);

@@ -33,7 +33,12 @@ void check_options(const Model& model, const SynthOptions& o) {
 
 Profile synthesize(const Model& model, const SynthOptions& o) {
   check_options(model, o);
-  return o.pattern == Pattern::ring_allreduce ? synth::ring_allreduce(model, o) : synth::parameter_server(model, o);
+  const auto pattern = o.pattern == Pattern::ring_allreduce ? synth::ring_allreduce : synth::parameter_server;
+  // Counted first: an op of a profile costs a few hundred bytes, and a pattern
+  // refused at the cap had taken 4 GB by then.
+  std::size_t ops = 0;
+  pattern(model, o, nullptr, &ops);
+  return pattern(model, o, nullptr, nullptr);
 }
 
 SimGraph synthesize_graph(const Model& model, const SynthOptions& o, const FlowModel& link) {
@@ -81,8 +86,13 @@ OpIndex Builder::node(OpType type, RankId rank, FlowIndex flow, Bytes bytes, Nan
   return static_cast<OpIndex>(g_->ops.size() - 1);
 }
 
+OpIndex Builder::counted() {
+  check_room();
+  return static_cast<OpIndex>((*count_)++);
+}
+
 void Builder::add_after(OpIndex op, const std::vector<Dependency>& deps) {
-  if (deps.empty()) return;
+  if (deps.empty() || count_) return;
   if (!g_) {
     p_.ops[op].after.insert(p_.ops[op].after.end(), deps.begin(), deps.end());
     return;
@@ -101,7 +111,7 @@ void Builder::add_after(OpIndex op, const std::vector<Dependency>& deps) {
 // --segment-kib), and ran out of memory (std::bad_alloc, or 24 GB and counting)
 // before any check of the result could refuse it.
 void Builder::check_room() const {
-  const std::size_t ops = g_ ? g_->ops.size() : p_.ops.size();
+  const std::size_t ops = count_ ? *count_ : g_ ? g_->ops.size() : p_.ops.size();
   const std::size_t most = g_ ? kMostGraphOps : limits::kMaxOps;
   if (ops >= most) {
     throw std::invalid_argument("the pattern makes more than " + std::to_string(most) + " ops" +

@@ -7,6 +7,7 @@
 #include "tensorwire/profile/synth.hpp"
 #include "tensorwire/profile/twin.hpp"
 #include "inline_profile.hpp"
+#include "../support/page_faults.hpp"
 
 namespace tw {
 namespace {
@@ -184,6 +185,26 @@ TEST(SynthRing, RejectsImpossibleOptions) {
   SynthOptions o = ring(2);
   o.iterations = 0;
   EXPECT_THROW(synthesize(m, o), std::invalid_argument);
+}
+
+// A pattern past the op cap is refused before its profile is made: counted
+// first, it touches a few MB. Built until the cap (ten million ops of a few
+// hundred bytes each), it had taken 4 GB when it was refused.
+TEST(SynthRing, APatternPastTheCapIsRefusedBeforeItIsMade) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizer's allocator and shadow memory fault pages of their own";
+#else
+  const Model m = load_model("resnet50");
+  const long before = test::minor_faults();
+  try {
+    synthesize(m, ring(4096));
+    FAIL() << "a ring of 4096 ranks of ResNet-50 makes more ops than a profile may hold";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 10000000 ops (the most a profile may hold) at 4096 ranks"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(test::minor_faults() - before, 65536) << "pages touched (4 KiB each)";
+#endif
 }
 
 TEST(SynthPs, EveryPushedByteIsPulledBack) {

@@ -28,6 +28,7 @@
 #include "tensorwire/util/tcp_congestion.hpp"
 #include "tensorwire/util/temp_dir.hpp"
 #include "tensorwire/util/unique_fd.hpp"
+#include "../support/page_faults.hpp"
 
 namespace tw {
 namespace {
@@ -127,13 +128,7 @@ TEST(TempDir, RemovesItselfAndWhatItHolds) {
   EXPECT_THROW(TempDir("x", "/nonexistent-parent"), std::system_error);
 }
 
-// Page faults this process has taken that needed no I/O (a first touch of
-// anonymous memory is one). Unused where sanitizers skip the tests below.
-[[maybe_unused]] long minor_faults() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return u.ru_minflt;
-}
+using test::minor_faults;
 
 // A block given back and asked for again is served from the heap, not mapped
 // anew (which faults every page in again). Sanitizers bring their own allocator.
