@@ -52,7 +52,8 @@ struct ShowArgs {
 int show_command(const ShowArgs& a) {
   const CaptureReading c = read_capture(a.dir, static_cast<Nanos>(a.gap_us * 1e3));
   if (a.json) {
-    fmt::print("{}\n", json_text(trace_report_json(c), 2));
+    write_trace_report_json(c, [](std::string_view piece) { fmt::print("{}", piece); });
+    fmt::print("\n");
   } else {
     fmt::print("{}", trace_report_text(c, read_imported_ops(a.dir)));
   }

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/text_table.hpp"
 
 namespace tw {
@@ -161,22 +162,23 @@ CaptureReading read_capture(const std::string& dir, Nanos gap) {
   return c;
 }
 
-nlohmann::json trace_report_json(const CaptureReading& reading) {
+void write_trace_report_json(const CaptureReading& reading, const std::function<void(std::string_view)>& out) {
   const std::vector<ProcessTrace>& traces = reading.traces;
   const WireCapture& wire = reading.wire;
   const CaptureAnalysis& an = reading.analysis;
   const std::vector<ConnTimes> times = connection_times(traces, an);
-  nlohmann::json j;
-  nlohmann::json procs = nlohmann::json::array();
+  // Written as it goes: connections, messages and spans can each be millions.
+  JsonObjectWriter j(out, 2);
+  j.begin_array("processes");
   for (const auto& t : traces) {
-    procs.push_back({{"pid", t.pid}, {"ppid", t.ppid}, {"host", t.host}, {"rank", t.rank_text()}, {"cmdline", t.cmdline},
-                     {"final", t.final}, {"events_missing", t.events_missing}, {"events_dropped", t.events_dropped}, {"untracked", t.untracked},
-                     {"samples", t.samples.size()}});
+    j.element({{"pid", t.pid}, {"ppid", t.ppid}, {"host", t.host}, {"rank", t.rank_text()}, {"cmdline", t.cmdline},
+               {"final", t.final}, {"events_missing", t.events_missing}, {"events_dropped", t.events_dropped}, {"untracked", t.untracked},
+               {"samples", t.samples.size()}});
   }
-  j["processes"] = std::move(procs);
-  j["wire"] = {{"mode", wire.mode},     {"status", wire.status}, {"interfaces", wire.interfaces},
-               {"frames", wire.frames}, {"dropped", wire.dropped}, {"truncated", wire.truncated}};
-  nlohmann::json conns = nlohmann::json::array();
+  j.end_array();
+  j.member("wire", {{"mode", wire.mode},     {"status", wire.status}, {"interfaces", wire.interfaces},
+                    {"frames", wire.frames}, {"dropped", wire.dropped}, {"truncated", wire.truncated}});
+  j.begin_array("connections");
   for (std::size_t i = 0; i < an.connections.size(); ++i) {
     const Connection& c = an.connections[i];
     const ConnTimes& t = times[i];
@@ -193,25 +195,25 @@ nlohmann::json trace_report_json(const CaptureReading& reading) {
                         {"ack_wait", distribution(t.ack_wait)}, {"to_peer", distribution(t.to_peer)},
                         {"to_peer_clamped", t.to_peer_clamped}};
     if (c.peer) x["peer_pid"] = traces[an.connections[*c.peer].process].pid;
-    conns.push_back(std::move(x));
+    j.element(x);
   }
-  j["connections"] = std::move(conns);
-  nlohmann::json ms = nlohmann::json::array();
+  j.end_array();
+  j.begin_array("messages");
   for (const Message& m : an.messages) {
-    ms.push_back({{"connection", m.connection}, {"begin", m.begin},          {"end", m.end},
-                  {"calls", m.calls},           {"ready_ns", m.ready},       {"sent_app_ns", m.sent_app},
-                  {"wire_first_ns", m.wire_first}, {"wire_last_ns", m.wire_last}, {"acked_ns", m.acked},
-                  {"retransmits", m.retransmits}, {"recv_first_ns", m.recv_first}, {"recv_last_ns", m.recv_last},
-                  {"iteration", m.iteration}, {"bucket_span", m.bucket_span}});
+    j.element({{"connection", m.connection}, {"begin", m.begin},          {"end", m.end},
+               {"calls", m.calls},           {"ready_ns", m.ready},       {"sent_app_ns", m.sent_app},
+               {"wire_first_ns", m.wire_first}, {"wire_last_ns", m.wire_last}, {"acked_ns", m.acked},
+               {"retransmits", m.retransmits}, {"recv_first_ns", m.recv_first}, {"recv_last_ns", m.recv_last},
+               {"iteration", m.iteration}, {"bucket_span", m.bucket_span}});
   }
-  j["messages"] = std::move(ms);
-  nlohmann::json sp = nlohmann::json::array();
+  j.end_array();
+  j.begin_array("spans");
   for (const AnnotatedSpan& x : an.spans) {
-    sp.push_back({{"pid", traces[x.process].pid}, {"type", mark_type_name(x.type)}, {"name", x.name}, {"value", x.value},
-                  {"index", x.aux}, {"begin_ns", x.begin}, {"end_ns", x.end}});
+    j.element({{"pid", traces[x.process].pid}, {"type", mark_type_name(x.type)}, {"name", x.name}, {"value", x.value},
+               {"index", x.aux}, {"begin_ns", x.begin}, {"end_ns", x.end}});
   }
-  j["spans"] = std::move(sp);
-  return j;
+  j.end_array();
+  j.finish();
 }
 
 std::string trace_report_text(const CaptureReading& reading, const std::vector<ImportedOp>& ops) {

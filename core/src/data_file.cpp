@@ -93,6 +93,58 @@ std::string json_text(const nlohmann::json& j, int indent) {
   return out;
 }
 
+JsonObjectWriter::JsonObjectWriter(Sink out, int indent) : out_(std::move(out)), indent_(static_cast<std::size_t>(std::max(indent, 0))) {
+  buffer_ = "{";
+}
+
+void JsonObjectWriter::key(std::string_view key) {
+  buffer_ += first_member_ ? "\n" : ",\n";
+  first_member_ = false;
+  buffer_.append(indent_, ' ');
+  buffer_ += one_line(nlohmann::json(std::string(key)));
+  buffer_ += ": ";
+}
+
+void JsonObjectWriter::member(std::string_view k, const nlohmann::json& value) {
+  key(k);
+  write_json(value, indent_, 1, buffer_);
+  flush_if_full();
+}
+
+void JsonObjectWriter::begin_array(std::string_view k) {
+  key(k);
+  buffer_ += '[';
+  first_element_ = true;
+}
+
+void JsonObjectWriter::element(const nlohmann::json& value) {
+  buffer_ += first_element_ ? "\n" : ",\n";
+  first_element_ = false;
+  buffer_.append(2 * indent_, ' ');
+  write_json(value, indent_, 2, buffer_);
+  flush_if_full();
+}
+
+void JsonObjectWriter::end_array() {
+  if (!first_element_) {
+    buffer_ += '\n';
+    buffer_.append(indent_, ' ');
+  }
+  buffer_ += ']';
+}
+
+void JsonObjectWriter::finish() {
+  buffer_ += first_member_ ? "}" : "\n}";
+  out_(buffer_);
+  buffer_.clear();
+}
+
+void JsonObjectWriter::flush_if_full() {
+  if (buffer_.size() < (1U << 20)) return;
+  out_(buffer_);
+  buffer_.clear();
+}
+
 std::string path_named_by(const std::string& by, const std::string& named) {
   const std::filesystem::path p(named);
   if (p.is_absolute()) return named;

@@ -239,5 +239,46 @@ TEST(JsonText, ArraysOfScalarsStayOnALine) {
   EXPECT_EQ(json_text(json{{"a", json::array({1, 2})}}, 1), "{\n \"a\": [1,2]\n}");
 }
 
+// Written member by member, an object comes out as json_text lays it out whole;
+// a long array reaches the sink in pieces, not at the end.
+TEST(JsonText, AnObjectWrittenAsItGoesIsLaidOutAsAWholeOne) {
+  using nlohmann::json;
+  const json wire = {{"frames", 3}, {"interfaces", json::array({"eth0", "lo"})}};
+  const json expected = {{"a", json::array()},
+                         {"b", json::array({json{{"k", 1}}, json{{"k", json::array({json::object(), 2})}}})},
+                         {"c", wire}};
+  std::string text;
+  std::size_t pieces = 0;
+  JsonObjectWriter w([&](std::string_view piece) { text += piece, ++pieces; }, 2);
+  w.begin_array("a");
+  w.end_array();
+  w.begin_array("b");
+  w.element(expected["b"][0]);
+  w.element(expected["b"][1]);
+  w.end_array();
+  w.member("c", wire);
+  w.finish();
+  EXPECT_EQ(text, json_text(expected, 2));
+  EXPECT_EQ(pieces, 1U);
+
+  std::string empty;
+  JsonObjectWriter none([&](std::string_view piece) { empty += piece; });
+  none.finish();
+  EXPECT_EQ(empty, "{}");
+
+  text.clear();
+  pieces = 0;
+  JsonObjectWriter many([&](std::string_view piece) { text += piece, ++pieces; }, 2);
+  many.begin_array("spans");
+  constexpr int kSpans = 40000;  // about 3 MB of text
+  for (int i = 0; i < kSpans; ++i) many.element({{"begin_ns", i}, {"name", std::string(30, 'x')}});
+  many.end_array();
+  EXPECT_GE(pieces, 2U) << "written before the end";
+  many.finish();
+  const json back = json::parse(text);
+  ASSERT_EQ(back["spans"].size(), static_cast<std::size_t>(kSpans));
+  EXPECT_EQ(back["spans"][kSpans - 1]["begin_ns"], kSpans - 1);
+}
+
 }  // namespace
 }  // namespace tw

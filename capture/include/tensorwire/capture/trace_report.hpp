@@ -4,8 +4,9 @@
 // memory. Any thread.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tensorwire/capture/chrome_trace.hpp"
@@ -26,9 +27,10 @@ struct CaptureReading {
 // std::runtime_error naming DIR when it holds no trace.
 CaptureReading read_capture(const std::string& dir, Nanos gap);
 
-// The report as JSON: processes, wire, connections (with timing distributions),
-// messages and annotated spans.
-nlohmann::json trace_report_json(const CaptureReading& c);
+// The report as JSON (`trace show --json`): processes, wire, connections (with
+// timing distributions), messages and annotated spans, as an object indented by
+// 2, written to `out` as it is made (in pieces of about a megabyte).
+void write_trace_report_json(const CaptureReading& c, const std::function<void(std::string_view)>& out);
 
 // The report as text: the tables `trace show` prints, with the job's annotations
 // and the imported profiler ops (`ops`: read_imported_ops of the directory).

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -59,6 +60,34 @@ std::string json_error_text(const nlohmann::json::exception& e);
 // 13.2). Strings that are not UTF-8 (names taken from a traced job, for one) come
 // out with U+FFFD in place of their bad bytes instead of failing the whole output.
 std::string json_text(const nlohmann::json& j, int indent = -1);
+
+// A JSON object written member by member as json_text(object, indent) lays it
+// out, with arrays whose elements are given one at a time: a report of a million
+// messages is written as it goes instead of held as one document (an object of a
+// dozen members costs about a kilobyte as nlohmann::json). Text goes to `out` in
+// pieces of about a megabyte, and the rest at finish(), which closes the object.
+class JsonObjectWriter {
+ public:
+  using Sink = std::function<void(std::string_view)>;
+  explicit JsonObjectWriter(Sink out, int indent = 2);
+
+  void member(std::string_view key, const nlohmann::json& value);
+  // An array member: begin_array, its elements, end_array.
+  void begin_array(std::string_view key);
+  void element(const nlohmann::json& value);
+  void end_array();
+  void finish();
+
+ private:
+  void key(std::string_view key);
+  void flush_if_full();
+
+  Sink out_;
+  std::size_t indent_;
+  std::string buffer_;
+  bool first_member_ = true;
+  bool first_element_ = true;
+};
 
 // Runs f(); a JSON library error it throws (a field of the wrong type) becomes
 // std::runtime_error "file: reason", so that every such error names its file.
