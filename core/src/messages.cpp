@@ -148,13 +148,33 @@ std::vector<AnnotatedSpan> annotated_spans(const std::vector<ProcessTrace>& trac
 CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos gap, const wire::WireIndex* wire) {
   CaptureAnalysis a;
   std::map<std::pair<std::size_t, std::uint32_t>, std::size_t> index;  // (process, conn id) -> connection
-  std::vector<std::optional<wire::WireIndex::Stream>> streams;  // the sent direction on the wire
+  // The sent direction on the wire, per connection: an index into `sessions`.
+  // Connections that name the same session (a reused address pair, or a trace
+  // that lists one connection many times) share it: building one costs a pass
+  // over its segments.
+  std::vector<wire::WireIndex::Stream> sessions;
+  std::map<std::pair<wire::FlowKey, Nanos>, std::size_t> session_of;  // (key, opened) -> sessions
+  const auto stream_of = [&](const trace::ConnEvent& c) -> std::optional<std::size_t> {
+    if (!wire || c.how == trace::ConnOrigin::in_use) return std::nullopt;
+    const wire::FlowKey key = wire::flow_key(c.family, c.local, c.local_port, c.remote, c.remote_port);
+    const auto start = wire->stream_start(key, c.at_ns);
+    if (!start) return std::nullopt;
+    const auto [it, added] = session_of.try_emplace({key, start->opened}, sessions.size());
+    if (added) {
+      auto st = wire->stream(key, c.at_ns);
+      if (!st) {
+        session_of.erase(it);
+        return std::nullopt;
+      }
+      sessions.push_back(std::move(*st));
+    }
+    return it->second;
+  };
+  std::vector<std::optional<std::size_t>> stream_index;
   for (std::size_t p = 0; p < traces.size(); ++p) {
     for (const auto& c : traces[p].conns) {
       if (index.count({p, c.conn})) continue;
-      streams.push_back(wire && c.how != trace::ConnOrigin::in_use
-                            ? wire->stream(wire::flow_key(c.family, c.local, c.local_port, c.remote, c.remote_port), c.at_ns)
-                            : std::nullopt);
+      stream_index.push_back(stream_of(c));
       Connection x;
       x.process = p;
       x.id = c.conn;
@@ -168,7 +188,8 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
       const bool store = mp != traces[p].env.end() &&
                          (mp->second == std::to_string(c.local_port) || mp->second == std::to_string(c.remote_port));
       x.role = store ? ConnectionRole::store : ConnectionRole::data;
-      if (const auto& st = streams.back()) {
+      if (const auto k = stream_index.back()) {
+        const wire::WireIndex::Stream* st = &sessions[*k];
         x.on_wire = true;
         x.wire_bytes = st->bytes_seen();
         x.retransmits = st->retransmits();
@@ -274,8 +295,8 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
     }
     // The wire tap's times and the receiver's reads for a message.
     const auto messages_from_calls = [&](Message& m) {
-      if (const auto& st = streams[c]) {
-        const wire::WireTimes w = st->times(m.begin, m.end);
+      if (const auto k = stream_index[c]) {
+        const wire::WireTimes w = sessions[*k].times(m.begin, m.end);
         m.wire_first = w.wire_first;
         m.wire_last = w.wire_last;
         m.acked = w.acked;
