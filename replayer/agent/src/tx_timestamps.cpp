@@ -13,8 +13,9 @@ namespace tw {
 
 namespace {
 
-unsigned int generation_flags(bool sched) {
-  unsigned int f = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_TX_ACK;
+unsigned int generation_flags(bool sched, bool ack = true) {
+  unsigned int f = SOF_TIMESTAMPING_TX_SOFTWARE;
+  if (ack) f |= SOF_TIMESTAMPING_TX_ACK;
   if (sched) f |= SOF_TIMESTAMPING_TX_SCHED;
   return f;
 }
@@ -31,14 +32,14 @@ bool enable_tx_timestamps(int fd, bool every_write, bool sched, std::string* err
   return true;
 }
 
-std::size_t tx_stamp_control(void* buf, bool sched) {
+std::size_t tx_stamp_control(void* buf, bool sched, bool ack) {
   static_assert(CMSG_SPACE(sizeof(std::uint32_t)) <= kTxStampControlSize);
   std::memset(buf, 0, kTxStampControlSize);
   auto* c = static_cast<cmsghdr*>(buf);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SO_TIMESTAMPING;
   c->cmsg_len = CMSG_LEN(sizeof(std::uint32_t));
-  const std::uint32_t flags = generation_flags(sched);
+  const std::uint32_t flags = generation_flags(sched, ack);
   std::memcpy(CMSG_DATA(c), &flags, sizeof flags);
   return CMSG_SPACE(sizeof(std::uint32_t));
 }

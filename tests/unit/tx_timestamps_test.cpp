@@ -1,0 +1,84 @@
+// Which SO_TIMESTAMPING reports the kernel makes for a message's writes, on a
+// real loopback connection.
+#include "tx_timestamps.hpp"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensorwire/util/unique_fd.hpp"
+
+namespace tw {
+namespace {
+
+// A message of three writes asks on its first and last: the kernel reports both
+// leaving the host and only the last acknowledged (the record keeps no other
+// acknowledgement), keyed by the offset of each write's last byte.
+TEST(TxTimestamps, AMessageAsksForTwoDeparturesAndOneAcknowledgement) {
+  const UniqueFd listener(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  ASSERT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const UniqueFd out(::socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_EQ(::connect(out.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const UniqueFd in(::accept(listener.get(), nullptr, nullptr));
+  ASSERT_GE(in.get(), 0);
+  const int one = 1;
+  ::setsockopt(out.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::string why;
+  ASSERT_TRUE(enable_tx_timestamps(out.get(), false, false, &why)) << why;
+
+  std::vector<char> data(1000, 'x');
+  for (int w = 0; w < 3; ++w) {  // the message's first, middle and last writes
+    iovec iov{data.data(), data.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[kTxStampControlSize];
+    if (w != 1) {
+      msg.msg_control = control;
+      msg.msg_controllen = tx_stamp_control(control, false, w == 2);
+    }
+    ASSERT_EQ(::sendmsg(out.get(), &msg, 0), 1000);
+  }
+  std::vector<char> got(4096);
+  std::size_t received = 0;
+  while (received < 3000) {
+    const ssize_t n = ::recv(in.get(), got.data(), got.size(), 0);
+    ASSERT_GT(n, 0);
+    received += static_cast<std::size_t>(n);
+  }
+
+  std::vector<std::pair<TxStamp::Type, std::uint32_t>> reports;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (reports.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out.get(), 0, 0};
+    ::poll(&p, 1, 50);  // the error queue signals POLLERR
+    TxStamp s[8];
+    const std::size_t n = drain_tx_timestamps(out.get(), s, 8);
+    for (std::size_t i = 0; i < n; ++i) reports.emplace_back(s[i].type, s[i].key);
+  }
+  ::poll(nullptr, 0, 100);  // anything more would come within this
+  TxStamp s[8];
+  const std::size_t late = drain_tx_timestamps(out.get(), s, 8);
+  for (std::size_t i = 0; i < late; ++i) reports.emplace_back(s[i].type, s[i].key);
+  std::sort(reports.begin(), reports.end());
+  const std::vector<std::pair<TxStamp::Type, std::uint32_t>> want = {
+      {TxStamp::Type::software, 999}, {TxStamp::Type::software, 2999}, {TxStamp::Type::ack, 2999}};
+  EXPECT_EQ(reports, want);
+}
+
+}  // namespace
+}  // namespace tw
