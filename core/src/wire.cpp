@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -225,34 +226,34 @@ void WireIndex::finish() {
       std::erase_if(v, [](const Segment& s) { return s.direction == Direction::incoming; });
     }
     std::stable_sort(v.begin(), v.end(), [](const Segment& a, const Segment& b) { return a.ts < b.ts; });
+    // The SYNs that open a session: each with another sequence number than the
+    // session before (the same one again is a retransmitted SYN).
+    std::vector<std::size_t>& starts = sessions_[key];
+    starts.clear();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if ((v[i].flags & kSyn) && (starts.empty() || v[i].seq != v[starts.back()].seq)) starts.push_back(i);
+    }
   }
 }
 
 namespace {
 
 // The segments of one session of `v`: from the SYN opened last by `opened_by` up
-// to the next SYN with another sequence number. nullopt without a SYN.
+// to the next SYN with another sequence number. nullopt without a SYN. By
+// search among the key's sessions (`starts`, WireIndex::finish()): a trace may
+// name one key in a hundred thousand connections.
 struct Session {
   std::size_t first, last;  // [first, last) in v
   std::uint32_t isn;
   Nanos opened;
 };
 
-std::optional<Session> find_session(const std::vector<Segment>& v, Nanos opened_by) {
-  std::optional<Session> best;
-  for (std::size_t i = 0; i < v.size() && v[i].ts <= opened_by; ++i) {
-    if (!(v[i].flags & kSyn)) continue;
-    if (best && v[i].seq == best->isn) continue;  // a retransmitted SYN
-    best = Session{i, v.size(), v[i].seq, v[i].ts};
-  }
-  if (!best) return best;
-  for (std::size_t i = best->first + 1; i < v.size(); ++i) {
-    if ((v[i].flags & kSyn) && v[i].seq != best->isn) {
-      best->last = i;
-      break;
-    }
-  }
-  return best;
+std::optional<Session> find_session(const std::vector<Segment>& v, const std::vector<std::size_t>& starts, Nanos opened_by) {
+  const auto after =
+      std::upper_bound(starts.begin(), starts.end(), opened_by, [&v](Nanos t, std::size_t i) { return t < v[i].ts; });
+  if (after == starts.begin()) return std::nullopt;
+  const std::size_t first = *std::prev(after);
+  return Session{first, after == starts.end() ? v.size() : *after, v[first].seq, v[first].ts};
 }
 
 // Relative 32-bit sequence numbers, unwrapped to 64 bits around the last one.
@@ -274,7 +275,9 @@ std::optional<WireIndex::Start> WireIndex::stream_start(const FlowKey& key, Nano
   constexpr Nanos kSlack = kMilli;  // as stream()
   const auto it = by_key_.find(key);
   if (it == by_key_.end()) return std::nullopt;
-  const auto session = find_session(it->second, opened_by + kSlack);
+  const auto starts = sessions_.find(key);  // made by finish()
+  if (starts == sessions_.end()) return std::nullopt;
+  const auto session = find_session(it->second, starts->second, opened_by + kSlack);
   if (!session) return std::nullopt;
   const Nanos until = session->last < it->second.size() ? it->second[session->last].ts : std::numeric_limits<Nanos>::max();
   return Start{session->isn + 1, session->opened, until};
@@ -287,7 +290,9 @@ std::optional<WireIndex::Stream> WireIndex::stream(const FlowKey& key, Nanos ope
   const auto it = by_key_.find(key);
   if (it == by_key_.end()) return std::nullopt;
   const auto& v = it->second;
-  const auto session = find_session(v, opened_by + kSlack);
+  const auto starts = sessions_.find(key);  // made by finish()
+  if (starts == sessions_.end()) return std::nullopt;
+  const auto session = find_session(v, starts->second, opened_by + kSlack);
   if (!session) return std::nullopt;
   Stream st;
   Unwrap seq{session->isn + 1};

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "tensorwire/core/trace.hpp"
 #include "../support/page_faults.hpp"
@@ -333,21 +334,31 @@ TEST(WireIndex, UnwrapsSequenceNumbersPastTwoToTheThirtyTwo) {
   EXPECT_EQ(t.acked, 1'000'010);
 }
 
+// A SYN sent again (the same sequence number) opens no new session: a session
+// runs from its first SYN, across any resent, to the next SYN with another number.
 TEST(WireIndex, PicksTheSessionOpenedLastBeforeTheConnection) {
   Flow f;
   f.syn(100);
-  f.data(200, 0, 10);
+  f.syn(1100);  // sent again
+  f.data(2000, 0, 10);
   f.isn = 50000;  // the same ports, a new connection later
   f.syn(5 * kSecond);
   f.data(5 * kSecond + 100, 0, 20);
   const WireIndex w = index_of(f.out);
-  const auto first = w.stream(f.key, 150);
+  const auto first = w.stream(f.key, 3000);
   ASSERT_TRUE(first);
   EXPECT_EQ(first->bytes_seen(), 10U);
+  EXPECT_EQ(first->times(0, 10).wire_first, 2000);
+  const auto start = w.stream_start(f.key, 3000);
+  ASSERT_TRUE(start);
+  EXPECT_EQ(start->opened, 100) << "the first SYN, not the one sent again";
+  EXPECT_EQ(start->until, 5 * kSecond) << "the next session's SYN";
+  EXPECT_EQ(start->seq0, 1001U);
   const auto second = w.stream(f.key, 5 * kSecond + 50);
   ASSERT_TRUE(second);
   EXPECT_EQ(second->bytes_seen(), 20U);
   EXPECT_EQ(second->times(0, 20).wire_first, 5 * kSecond + 100);
+  EXPECT_EQ(w.stream_start(f.key, 5 * kSecond + 50)->until, std::numeric_limits<Nanos>::max());
 }
 
 // Connections that name one session share its stream: a trace that lists the

@@ -109,6 +109,7 @@ class WireIndex {
 
  private:
   std::map<FlowKey, std::vector<Segment>> by_key_;
+  std::map<FlowKey, std::vector<std::size_t>> sessions_;  // per key: the SYNs in by_key_ that open a session
   std::size_t count_ = 0;
 };
 
