@@ -168,16 +168,9 @@ void write_trace_report_json(const CaptureReading& reading, const std::function<
   const CaptureAnalysis& an = reading.analysis;
   const std::vector<ConnTimes> times = connection_times(traces, an);
   // Written as it goes: connections, messages and spans can each be millions.
+  // Members in alphabetical order, as nlohmann::json kept them when the report
+  // was one document.
   JsonObjectWriter j(out, 2);
-  j.begin_array("processes");
-  for (const auto& t : traces) {
-    j.element({{"pid", t.pid}, {"ppid", t.ppid}, {"host", t.host}, {"rank", t.rank_text()}, {"cmdline", t.cmdline},
-               {"final", t.final}, {"events_missing", t.events_missing}, {"events_dropped", t.events_dropped}, {"untracked", t.untracked},
-               {"samples", t.samples.size()}});
-  }
-  j.end_array();
-  j.member("wire", {{"mode", wire.mode},     {"status", wire.status}, {"interfaces", wire.interfaces},
-                    {"frames", wire.frames}, {"dropped", wire.dropped}, {"truncated", wire.truncated}});
   j.begin_array("connections");
   for (std::size_t i = 0; i < an.connections.size(); ++i) {
     const Connection& c = an.connections[i];
@@ -207,12 +200,21 @@ void write_trace_report_json(const CaptureReading& reading, const std::function<
                {"iteration", m.iteration}, {"bucket_span", m.bucket_span}});
   }
   j.end_array();
+  j.begin_array("processes");
+  for (const auto& t : traces) {
+    j.element({{"pid", t.pid}, {"ppid", t.ppid}, {"host", t.host}, {"rank", t.rank_text()}, {"cmdline", t.cmdline},
+               {"final", t.final}, {"events_missing", t.events_missing}, {"events_dropped", t.events_dropped}, {"untracked", t.untracked},
+               {"samples", t.samples.size()}});
+  }
+  j.end_array();
   j.begin_array("spans");
   for (const AnnotatedSpan& x : an.spans) {
     j.element({{"pid", traces[x.process].pid}, {"type", mark_type_name(x.type)}, {"name", x.name}, {"value", x.value},
                {"index", x.aux}, {"begin_ns", x.begin}, {"end_ns", x.end}});
   }
   j.end_array();
+  j.member("wire", {{"mode", wire.mode},     {"status", wire.status}, {"interfaces", wire.interfaces},
+                    {"frames", wire.frames}, {"dropped", wire.dropped}, {"truncated", wire.truncated}});
   j.finish();
 }
 

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <string_view>
 #include <sys/socket.h>
 #include <tuple>
@@ -105,6 +106,7 @@ std::vector<AnnotatedSpan> annotated_spans(const std::vector<ProcessTrace>& trac
   for (std::size_t p = 0; p < traces.size(); ++p) {
     const std::vector<trace::MarkEvent>& marks = traces[p].marks;
     // A trace file is at most 64 GiB (kMaxDataFile), 2^30 events: indices fit 32 bits.
+    if (marks.size() >= kNone) throw std::length_error("more annotation marks in one process than 2^32 - 1");
     std::vector<std::uint32_t> order(marks.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return marks[a].at_ns < marks[b].at_ns; });

@@ -266,6 +266,13 @@ TEST(JsonText, AnObjectWrittenAsItGoesIsLaidOutAsAWholeOne) {
   none.finish();
   EXPECT_EQ(empty, "{}");
 
+  std::string given;  // members in the order given, not sorted
+  JsonObjectWriter order([&](std::string_view piece) { given += piece; }, 2);
+  order.member("z", 1);
+  order.member("a", 2);
+  order.finish();
+  EXPECT_EQ(given, "{\n  \"z\": 1,\n  \"a\": 2\n}");
+
   text.clear();
   pieces = 0;
   JsonObjectWriter many([&](std::string_view piece) { text += piece, ++pieces; }, 2);

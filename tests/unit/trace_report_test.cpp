@@ -2,6 +2,7 @@
 // job starts: the tap's interfaces, the shim and python/ beside the binary, the
 // job's environment and the exit code passed on.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "tensorwire/capture/capture_setup.hpp"
 #include "tensorwire/capture/trace_report.hpp"
+#include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/binary_file.hpp"
 #include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/util/temp_dir.hpp"
@@ -33,11 +35,14 @@ CaptureReading two_messages() {
   return r;
 }
 
-// `trace show --json`'s text, read back.
+// `trace show --json`'s text, read back. Written as it is made, it is the text
+// the report had as one document: json_text of what it reads back as.
 nlohmann::json report_json(const CaptureReading& c) {
   std::string text;
   write_trace_report_json(c, [&](std::string_view piece) { text += piece; });
-  return nlohmann::json::parse(text);
+  const nlohmann::json j = nlohmann::json::parse(text);
+  EXPECT_EQ(text, json_text(j, 2));
+  return j;
 }
 
 TEST(TraceReport, JsonHasProcessesConnectionsAndMessages) {

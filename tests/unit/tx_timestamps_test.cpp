@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -38,7 +39,7 @@ TEST(TxTimestamps, AMessageAsksForTwoDeparturesAndOneAcknowledgement) {
   const int one = 1;
   ::setsockopt(out.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   std::string why;
-  ASSERT_TRUE(enable_tx_timestamps(out.get(), false, false, &why)) << why;
+  if (!enable_tx_timestamps(out.get(), false, false, &why)) GTEST_SKIP() << why;
 
   std::vector<char> data(1000, 'x');
   for (int w = 0; w < 3; ++w) {  // the message's first, middle and last writes
@@ -51,7 +52,11 @@ TEST(TxTimestamps, AMessageAsksForTwoDeparturesAndOneAcknowledgement) {
       msg.msg_control = control;
       msg.msg_controllen = tx_stamp_control(control, false, w == 2);
     }
-    ASSERT_EQ(::sendmsg(out.get(), &msg, 0), 1000);
+    // MSG_EOR: each write its own segment, so that no later write's bytes join a
+    // stamped one's and move its report's key.
+    const ssize_t n = ::sendmsg(out.get(), &msg, MSG_EOR);
+    if (n < 0 && errno == EINVAL) GTEST_SKIP() << "this kernel takes no timestamping control message (the agent falls back)";
+    ASSERT_EQ(n, 1000);
   }
   std::vector<char> got(4096);
   std::size_t received = 0;

@@ -86,8 +86,10 @@ std::optional<Nanos> OutgoingFlow::send(const Action& a) {
 // (wire_first), and its first and last writes carry the control message that
 // asks for timestamps: per message, not per write, two reports of the bytes
 // leaving (and entering the queueing discipline, with TX_SCHED) and one of the
-// acknowledgement, the last write's (the first write's would go unused: a
-// message's record keeps its last byte's, and they come in stream order).
+// acknowledgement, the last write's: a message's record keeps its last byte's,
+// and they come in stream order. (A first write's would only have stood in for
+// the message before's when the kernel dropped that one's: then the next
+// message's last write does, later.)
 // A flow that shares its I/O thread gives it to the others after
 // kWritesPerTurn writes and goes on from a posted handler (yield()).
 bool OutgoingFlow::write_some() {

@@ -45,7 +45,8 @@ std::size_t tx_stamp_control(void* buf, bool sched, bool ack) {
 }
 
 std::size_t drain_tx_timestamps(int fd, TxStamp* out, std::size_t max) {
-  // Up to kBatch reports per system call: a busy flow produces three per message.
+  // Up to kBatch reports per system call: a busy flow produces two or three per
+  // message (up to five with TX_SCHED).
   constexpr std::size_t kBatch = 64;
   constexpr std::size_t kControl = 256;
   alignas(cmsghdr) static thread_local char control[kBatch][kControl];

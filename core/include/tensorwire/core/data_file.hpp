@@ -61,11 +61,14 @@ std::string json_error_text(const nlohmann::json::exception& e);
 // out with U+FFFD in place of their bad bytes instead of failing the whole output.
 std::string json_text(const nlohmann::json& j, int indent = -1);
 
-// A JSON object written member by member as json_text(object, indent) lays it
-// out, with arrays whose elements are given one at a time: a report of a million
-// messages is written as it goes instead of held as one document (an object of a
-// dozen members costs about a kilobyte as nlohmann::json). Text goes to `out` in
-// pieces of about a megabyte, and the rest at finish(), which closes the object.
+// A JSON object written member by member, with arrays whose elements are given
+// one at a time: a report of a million messages is written as it goes instead of
+// held as one document (an object of a dozen members costs about a kilobyte as
+// nlohmann::json). Laid out as json_text(object, indent) would (indent 0 or
+// more), but for two things: members come in the order given (nlohmann::json
+// sorts them), and an array given element by element has an element a line even
+// if they are scalars. Text goes to `out` in pieces of about a megabyte, and the
+// rest at finish(), which closes the object.
 class JsonObjectWriter {
  public:
   using Sink = std::function<void(std::string_view)>;
