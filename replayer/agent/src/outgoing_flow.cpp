@@ -84,12 +84,7 @@ std::optional<Nanos> OutgoingFlow::send(const Action& a) {
 // stamped message's
 // first write is short, so that its timestamp marks the first bytes leaving
 // (wire_first), and its first and last writes carry the control message that
-// asks for timestamps: per message, not per write, two reports of the bytes
-// leaving (and entering the queueing discipline, with TX_SCHED) and one of the
-// acknowledgement, the last write's: a message's record keeps its last byte's,
-// and they come in stream order. (A first write's would only have stood in for
-// the message before's when the kernel dropped that one's: then the next
-// message's last write does, later.)
+// asks for timestamps: two reports of each kind per message, not per write.
 // A flow that shares its I/O thread gives it to the others after
 // kWritesPerTurn writes and goes on from a posted handler (yield()).
 bool OutgoingFlow::write_some() {
@@ -118,7 +113,7 @@ bool OutgoingFlow::write_some() {
     alignas(cmsghdr) std::array<char, kTxStampControlSize> control;
     if (stamp_this_ && stamp_control_ && (first_write_ || last)) {
       msg.msg_control = control.data();
-      msg.msg_controllen = tx_stamp_control(control.data(), stamp_sched_, last);
+      msg.msg_controllen = tx_stamp_control(control.data(), stamp_sched_);
     }
     const ssize_t w = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (w < 0) {

@@ -13,9 +13,8 @@ namespace tw {
 
 namespace {
 
-unsigned int generation_flags(bool sched, bool ack = true) {
-  unsigned int f = SOF_TIMESTAMPING_TX_SOFTWARE;
-  if (ack) f |= SOF_TIMESTAMPING_TX_ACK;
+unsigned int generation_flags(bool sched) {
+  unsigned int f = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_TX_ACK;
   if (sched) f |= SOF_TIMESTAMPING_TX_SCHED;
   return f;
 }
@@ -32,21 +31,21 @@ bool enable_tx_timestamps(int fd, bool every_write, bool sched, std::string* err
   return true;
 }
 
-std::size_t tx_stamp_control(void* buf, bool sched, bool ack) {
+std::size_t tx_stamp_control(void* buf, bool sched) {
   static_assert(CMSG_SPACE(sizeof(std::uint32_t)) <= kTxStampControlSize);
   std::memset(buf, 0, kTxStampControlSize);
   auto* c = static_cast<cmsghdr*>(buf);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SO_TIMESTAMPING;
   c->cmsg_len = CMSG_LEN(sizeof(std::uint32_t));
-  const std::uint32_t flags = generation_flags(sched, ack);
+  const std::uint32_t flags = generation_flags(sched);
   std::memcpy(CMSG_DATA(c), &flags, sizeof flags);
   return CMSG_SPACE(sizeof(std::uint32_t));
 }
 
 std::size_t drain_tx_timestamps(int fd, TxStamp* out, std::size_t max) {
-  // Up to kBatch reports per system call: a busy flow produces two or three per
-  // message (up to five with TX_SCHED).
+  // Up to kBatch reports per system call: a busy flow produces two to four per
+  // message (six with TX_SCHED).
   constexpr std::size_t kBatch = 64;
   constexpr std::size_t kControl = 256;
   alignas(cmsghdr) static thread_local char control[kBatch][kControl];

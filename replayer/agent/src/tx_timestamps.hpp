@@ -31,10 +31,8 @@ bool enable_tx_timestamps(int fd, bool every_write, bool sched, std::string* err
 // Space for the control message that asks for one send call's timestamps.
 inline constexpr std::size_t kTxStampControlSize = 32;  // >= CMSG_SPACE(sizeof(__u32))
 // Writes that control message into `buf` (kTxStampControlSize bytes, aligned for
-// cmsghdr); returns its length, for msghdr::msg_controllen. Without `ack`, no
-// report of the acknowledgement: a message's first write needs none (only its
-// last byte's is recorded, and reports of acknowledgements come in stream order).
-std::size_t tx_stamp_control(void* buf, bool sched, bool ack = true);
+// cmsghdr); returns its length, for msghdr::msg_controllen.
+std::size_t tx_stamp_control(void* buf, bool sched);
 
 // Reads pending reports without blocking, at most `max`; returns how many.
 std::size_t drain_tx_timestamps(int fd, TxStamp* out, std::size_t max);
