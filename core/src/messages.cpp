@@ -162,14 +162,7 @@ CaptureAnalysis analyse_capture(const std::vector<ProcessTrace>& traces, Nanos g
     const auto start = wire->stream_start(key, c.at_ns);
     if (!start) return std::nullopt;
     const auto [it, added] = session_of.try_emplace({key, start->opened}, sessions.size());
-    if (added) {
-      auto st = wire->stream(key, c.at_ns);
-      if (!st) {
-        session_of.erase(it);
-        return std::nullopt;
-      }
-      sessions.push_back(std::move(*st));
-    }
+    if (added) sessions.push_back(wire->stream(key, c.at_ns).value());  // the session stream_start found
     return it->second;
   };
   std::vector<std::optional<std::size_t>> stream_index;

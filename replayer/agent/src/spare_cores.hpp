@@ -8,12 +8,12 @@
 // sender whose bytes it looks for. 16 flows between two agents of two I/O threads
 // each on 2 cores moved 84% of four iperf3 processes' rate with the look and 94%
 // without (docs/dataplane-analyses.md, 16 flows). Where the agent's I/O threads
-// have cores of their own (--pin, --realtime) the agent does not ask (agent.cpp). An agent does not know what
-// else runs on its machine (other agents started by hand, the job itself), so it
-// asks the kernel: the running count of /proc/loadavg ("R/T", the threads
-// runnable on all CPUs now, the reader included) against the CPUs online. It is
-// read at most once per kEvery by each I/O thread (a pread, about 2 us here), and
-// the answer held until then.
+// have cores of their own (--pin, --realtime) the agent does not ask (agent.cpp).
+// An agent does not know what else runs on its machine (other agents started by
+// hand, the job itself), so it asks the kernel: the running count of
+// /proc/loadavg ("R/T", the threads runnable on all CPUs now, the reader
+// included) against the CPUs online. It is read at most once per kEvery by each
+// I/O thread (a pread, about 2 us here), and the answer held until then.
 //
 // System-wide: threads confined to some of the cores (taskset, a cpuset) can
 // crowd them while the machine has cores to spare, a container held to a CPU
@@ -21,8 +21,8 @@
 // /proc/loadavg is its own (lxcfs) counts only its threads. The read gap holds
 // only while a flow looks (IncomingFlow::too_soon()): without a spare core,
 // small messages are read as they come. Run summaries count the looks and the
-// looks skipped. Where the count
-// cannot be read, the flow looks as it did before (spare() is true).
+// looks skipped. Where the count cannot be read, the flow looks as it did before
+// (spare() is true).
 #pragma once
 
 #include <fcntl.h>
