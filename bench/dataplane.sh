@@ -165,6 +165,10 @@ echo "agents' four busy threads leave no core to spare, and a flow whose socket 
 echo "looks again only while one is (Agents sharing cores, below): those two rows run alike"
 echo "but for the spin before deadlines, which a stream without compute hardly uses (they are"
 echo "not paired with each other). Where the 16-flow rows lose: docs/dataplane-analyses.md, 16 flows."
+echo "Without \`--io-threads\` an agent takes one I/O thread per 4 flows it drives, up to its"
+echo "share of its machine's cores (the cores it may use over the agents on the machine):"
+echo "the two agents here, sharing two cores, one each, as in the rows on one thread; an"
+echo "agent of 16 flows with two cores to itself, two. The rows above pass the count."
 echo
 pair_rate() {  # MODE SIZE COUNT [LOWAT [CHUNK]] -> msg/s ("" for no LOWAT)
   # shellcheck disable=SC2086  # an empty LOWAT or CHUNK is no argument

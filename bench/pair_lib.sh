@@ -14,7 +14,8 @@ namespace_cc "$CC" $A $B
 address() { "$tw" testbed status --name $NAME --json | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['host_list'][$1]['address'])"; }
 IPA=$(address 0) IPB=$(address 1)
 
-# agents PROFILE OUT [agent options]: rank 0 in A, rank 1 in B.
+# agents PROFILE OUT [agent options]: rank 0 in A, rank 1 in B. The two share this
+# machine's cores (--machine-agents 2: automatic I/O threads count both).
 agents() {
   local profile=$1 out=$2
   shift 2
@@ -25,9 +26,9 @@ ranks:
   - {rank: 0, host: "$IPA", port: 17100}
   - {rank: 1, host: "$IPB", port: 17101}
 YAML
-  ip netns exec $B "$tw" agent --rank 1 --profile "$profile" --roster "$out/roster.yaml" --out "$out" --quiet "$@" &
+  ip netns exec $B "$tw" agent --rank 1 --profile "$profile" --roster "$out/roster.yaml" --out "$out" --quiet --machine-agents 2 "$@" &
   local pb=$!
-  ip netns exec $A "$tw" agent --rank 0 --profile "$profile" --roster "$out/roster.yaml" --out "$out" --quiet "$@"
+  ip netns exec $A "$tw" agent --rank 0 --profile "$profile" --roster "$out/roster.yaml" --out "$out" --quiet --machine-agents 2 "$@"
   wait $pb
 }
 

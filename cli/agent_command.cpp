@@ -43,6 +43,7 @@ struct AgentArgs {
   std::string controller_ca;
   double join_timeout_s = 30;
   double heartbeat_s = 0;  // 0: the protocol's
+  std::uint32_t machine_agents = 0;  // by hand, for automatic I/O threads; 0: the roster's ranks on this host
   ReplayOptions replay;
 };
 
@@ -110,6 +111,7 @@ int run_agent_command(const AgentArgs& a) {
   c.tx_stamp_every = s.tx_stamp_every;
   c.tx_sched = s.tx_sched;
   c.io_threads = s.io_threads;
+  c.machine_agents = a.machine_agents;
   c.pin = s.pin;
   c.realtime = s.realtime;
   c.sched_batch = s.sched_batch;
@@ -228,6 +230,10 @@ void add_agent_commands(CLI::App& app, Action& action) {
   s->add_option("--listen-fd", agent->listen_fd, "Use this inherited listening socket (set by replay --local)");
   s->add_option("--start-at", agent->start_at, "Begin iteration 0 at this CLOCK_REALTIME time, in ns");
   s->add_flag("--quiet", agent->quiet, "Print errors only");
+  s->add_option("--machine-agents", agent->machine_agents,
+                "By hand: how many agents share this machine's cores, for --io-threads auto (default: the roster's ranks "
+                "on this rank's host; agents in network namespaces of one machine have hosts of their own)")
+      ->check(CLI::Range(1U, 1U << 20));
   add_replay_options(s, agent->replay);
   s->callback([&action, agent] { action = [agent] { return run_agent_command(*agent); }; });
 

@@ -35,8 +35,30 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
                   "one that can hold packets, not on loopback or veth), on, off")
       ->capture_default_str();
   app->add_option("--io-threads", a.io_threads,
-                  "I/O threads per agent, its flows spread over them (more than one only helps with more cores than agents)")
-      ->capture_default_str();
+                  "I/O threads per agent, its flows spread over them: a number, or auto (one per 4 flows the agent "
+                  "drives, in and out, at most its share of its machine's cores: the cores it may use over the agents on "
+                  "that machine; the results say how many)")
+      ->transform(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v == "auto") {
+              v = "0";
+              return {};
+            }
+            unsigned long n = 0;
+            std::size_t used = 0;
+            try {
+              n = std::stoul(v, &used);
+            } catch (const std::exception&) {
+              used = 0;
+            }
+            if (used == 0 || used != v.size() || n < 1 || n > kMaxIoThreads) {
+              return "must be auto or from 1 to " + std::to_string(kMaxIoThreads) + ", not " + v;
+            }
+            return {};
+          },
+          "", "io-threads"))
+      ->type_name("auto|N")
+      ->default_str("auto");
   app->add_flag("--pin", a.pin,
                 "Pin each agent's I/O threads to cores, chosen by rank so that a host's agents spread (the scheduler "
                 "otherwise puts a sender and its receiver on one core now and then)");

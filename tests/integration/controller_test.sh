@@ -181,6 +181,43 @@ while len(sys.argv) > 4 and m["type"] == "ping":  # clock probes come first
 print(json.dumps(m) if len(sys.argv) > 4 else m["type"])
 PY
 
+# Automatic I/O threads: the controller counts the agents that name the same
+# host in their hello; two agents of 16 flows each that name hosts of their own
+# take up to 4 threads each (one per 4 flows, at most the machine's cores), two
+# that name one host half the cores each.
+sixteen_flows() {
+  echo "version: 1"; echo "iterations: 2"; echo "ranks: [{id: 0}, {id: 1}]"; echo "flows:"
+  local k
+  for k in $(seq 0 7); do echo "  - {id: a$k, src: 0, dst: 1}"; echo "  - {id: b$k, src: 1, dst: 0}"; done
+  echo "ops:"
+  for k in $(seq 0 7); do echo "  - {id: s$k, type: send, flow: a$k, bytes: 64KiB}"; echo "  - {id: t$k, type: send, flow: b$k, bytes: 64KiB, after: [recv:s$k]}"; done
+}
+io_threads_by_host() {
+  sixteen_flows > sixteen.yaml
+  local cores names p ctl want
+  cores=$(nproc)
+  for names in "h1 h2" "same same"; do
+    take_port
+    p=$next_port
+    rm -rf io
+    "$TW" run sixteen.yaml --expect 2 --listen 127.0.0.1:$p --token io-token --out io --quiet > io.txt 2> io.err &
+    ctl=$!
+    set -- $names
+    TW_TOKEN=io-token "$TW" agent --controller 127.0.0.1:$p --host-name "$1" --quiet &
+    local a1=$!
+    TW_TOKEN=io-token "$TW" agent --controller 127.0.0.1:$p --host-name "$2" --quiet || { kill $ctl $a1; return 1; }
+    wait $a1 && wait $ctl || { cat io.err; return 1; }
+    if [ "$1" = "$2" ]; then want=$((cores / 2)); else want=$((cores < 4 ? cores : 4)); fi
+    [ "$want" -ge 1 ] || want=1
+    for r in 0 1; do
+      $PY -c 'import json,sys; n=json.load(open(sys.argv[1]))["options"]["io_threads"]; sys.exit(0 if n==int(sys.argv[2]) else "%s: %d I/O threads, not %s" % (sys.argv[1], n, sys.argv[2]))' \
+        io/rank-$r.json $want || return 1
+    done
+    "$TW" results check io | grep -q "ok: " || return 1
+  done
+}
+check "automatic I/O threads: agents naming one host share its cores, agents naming their own take their flows' share" io_threads_by_host
+
 token_and_api() {
   local p tok=right-token
   take_port
@@ -624,6 +661,11 @@ bad_usage() {
   [ $? -ne 0 ] && echo "$out" | grep -q -- '--hosts: give --listen' || return 1
   out=$("$TW" run mlp8.yaml --hosts 127.0.0.1:2 2>&1)
   [ $? -ne 0 ] && echo "$out" | grep -q -- '--hosts: 2 slot(s) for 8 ranks' || return 1
+  local v
+  for v in 0 65 many 2x; do
+    out=$("$TW" run mlp8.yaml --local 8 --io-threads $v 2>&1)
+    [ $? -ne 0 ] && echo "$out" | grep -q -- "--io-threads: must be auto or from 1 to 64, not $v" || { echo "$out"; return 1; }
+  done
   out=$("$TW" agent --controller 127.0.0.1:1 --join-timeout 1 2>&1)
   [ $? -ne 0 ] && echo "$out" | grep -q "needs the run's token" || return 1
   out=$(TW_TOKEN=x "$TW" agent --controller 127.0.0.1:1 --join-timeout 1 2>&1)

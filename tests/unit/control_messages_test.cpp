@@ -182,5 +182,20 @@ TEST(Roster, ASetupsEntriesAreFiledByRankAndCoverEveryFlow) {
   EXPECT_EQ(error({{1, "h", 2}, {2, "h", 3}, {3, "h", 4}, {4, "h", 5}}), "the roster lists rank 4, beyond the profile's 4 ranks");
 }
 
+// An agent started by hand shares its machine with the roster's ranks on its
+// host: every loopback address is one host.
+TEST(Roster, RanksOnAHostCountLoopbackAsOne) {
+  Roster r;
+  r.ranks = {{0, "127.0.0.1", 1}, {1, "localhost", 2}, {2, "10.0.0.2", 3}, {3, "10.0.0.2", 4}, {4, "::1", 5}, {5, "", 0}};
+  EXPECT_EQ(ranks_on_host(r, 0), 3U);
+  EXPECT_EQ(ranks_on_host(r, 1), 3U);
+  EXPECT_EQ(ranks_on_host(r, 4), 3U);
+  EXPECT_EQ(ranks_on_host(r, 2), 2U);
+  EXPECT_EQ(ranks_on_host(r, 5), 1U) << "no address: alone";
+  EXPECT_EQ(ranks_on_host(r, 6), 1U) << "not listed: alone";
+  r.ranks[3].host = "10.0.0.20";
+  EXPECT_EQ(ranks_on_host(r, 2), 1U) << "a prefix is another host";
+}
+
 }  // namespace
 }  // namespace tw

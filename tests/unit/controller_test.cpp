@@ -137,6 +137,21 @@ TEST(Control, SettingsRoundTripAndBadFieldsAreNamed) {
   }
   j["congestion_control"] = std::string(16, 'a');
   EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
+  // Automatic I/O threads (0) travel with the agents sharing the machine; a
+  // controller from before sends no count (the agent counts its roster), and
+  // more threads than kMaxIoThreads are refused.
+  s = {};
+  s.io_threads = 0;
+  s.machine_agents = 3;
+  EXPECT_EQ(run_settings_from_json(to_json(s)).io_threads, 0U);
+  EXPECT_EQ(run_settings_from_json(to_json(s)).machine_agents, 3U);
+  j = to_json(s);
+  j.erase("machine_agents");
+  EXPECT_EQ(run_settings_from_json(j).machine_agents, 0U);
+  j["io_threads"] = kMaxIoThreads + 1;
+  EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
+  j["io_threads"] = -1;
+  EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
   // The batch policy travels; a controller from before it sends none (normal
   // scheduling); and it cannot come with SCHED_FIFO.
   s = {};

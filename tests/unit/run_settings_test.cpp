@@ -34,6 +34,44 @@ TEST(RunSettings, SpinsUnlessLocalAgentsOrTheirThreadsCrowdTheCores) {
   EXPECT_EQ(spin_us_for(o, {.local_agents = 8, .cores = 2}), 5.0) << "as asked";
 }
 
+TEST(RunSettings, AutomaticIoThreadsFollowTheFlowsUpToTheAgentsShareOfTheCores) {
+  EXPECT_EQ(automatic_io_threads(2, 64, 1), 1U) << "a ring's rank: one thread, no hand-over between threads";
+  EXPECT_EQ(automatic_io_threads(4, 64, 1), 1U);
+  EXPECT_EQ(automatic_io_threads(5, 64, 1), 2U);
+  EXPECT_EQ(automatic_io_threads(16, 64, 1), 4U);
+  EXPECT_EQ(automatic_io_threads(16, 2, 1), 2U) << "at most the cores";
+  EXPECT_EQ(automatic_io_threads(16, 2, 2), 1U) << "two agents on two cores: one core each";
+  EXPECT_EQ(automatic_io_threads(256, 64, 8), 8U) << "eight ranks of a host";
+  EXPECT_EQ(automatic_io_threads(256, 32, 0), 32U) << "0 agents counts as 1";
+  EXPECT_EQ(automatic_io_threads(0, 64, 1), 1U) << "at least one";
+  EXPECT_EQ(automatic_io_threads(100000, 4096, 1), kMaxIoThreads);
+  EXPECT_EQ(automatic_io_threads(16, 0, 1), 1U) << "cores unknown";
+}
+
+TEST(RunSettings, IoThreadsAreAutomaticUnlessAskedAndLocalAgentsAreCounted) {
+  ReplayOptions o;
+  EXPECT_EQ(o.io_threads, 0U) << "automatic by default";
+  RunSettings s = make_run_settings(mlp(), o, {.local_agents = 2, .cores = 2});
+  EXPECT_EQ(s.io_threads, 0U);
+  EXPECT_EQ(s.machine_agents, 2U) << "--local and --testbed agents share this machine";
+  s = make_run_settings(mlp(), o, {});
+  EXPECT_EQ(s.machine_agents, 0U) << "elsewhere: counted per host";
+  const auto args = agent_arguments(o, {.local_agents = 2, .cores = 2});
+  EXPECT_EQ(std::count(args.begin(), args.end(), "--io-threads"), 0) << "automatic: the agents decide";
+  o.io_threads = 3;
+  EXPECT_EQ(make_run_settings(mlp(), o, {}).io_threads, 3U);
+  const auto three = agent_arguments(o, {});
+  const auto at = std::find(three.begin(), three.end(), "--io-threads");
+  ASSERT_NE(at, three.end());
+  EXPECT_EQ(*std::next(at), "3");
+  o.io_threads = kMaxIoThreads + 1;
+  EXPECT_THROW(make_run_settings(mlp(), o, {}), std::invalid_argument);
+  // Automatic threads count toward crowding at their share of the cores.
+  o.io_threads = 0;
+  EXPECT_EQ(spin_us_for(o, {.local_agents = 2, .cores = 8}), 20.0) << "four threads each at most: the cores";
+  EXPECT_EQ(spin_us_for(o, {.local_agents = 3, .cores = 8}), 20.0) << "two threads each at most: six of eight";
+}
+
 TEST(RunSettings, FromTheOptionsWithDelaysStretched) {
   ReplayOptions o;
   o.delay_us = 1.5;

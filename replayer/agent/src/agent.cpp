@@ -29,6 +29,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -859,11 +860,26 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
 // timer and its wake-up descriptors); the listener, the control link, the
 // output files and the standard streams fit in the reserve. Raised to what the hard limit allows; beyond it, a clear error
 // before the first connection rather than refused accepts halfway through.
+std::uint64_t flows_driven(const Profile& profile, RankId rank) {
+  std::uint64_t flows = 0;
+  for (const Flow& f : profile.flows) flows += (f.src == rank ? 1 : 0) + (f.dst == rank ? 1 : 0);
+  return flows;
+}
+
+// The cores this process may run on (its affinity mask, as taskset or a
+// container's cpuset leave it).
+std::uint64_t usable_cores() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) return static_cast<std::uint64_t>(CPU_COUNT(&allowed));
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<std::uint64_t>(online) : 1;
+}
+
 void check_descriptors(const Profile& profile, RankId rank, std::uint32_t io_threads) {
   constexpr std::uint64_t kReserve = 64;
   constexpr std::uint64_t kPerThread = 3;
-  std::uint64_t flows = 0;
-  for (const Flow& f : profile.flows) flows += (f.src == rank ? 1 : 0) + (f.dst == rank ? 1 : 0);
+  const std::uint64_t flows = flows_driven(profile, rank);
   const std::uint64_t need = flows + kReserve + kPerThread * std::max<std::uint32_t>(1, io_threads);
   const std::uint64_t limit = net::raise_fd_limit(std::max<std::uint64_t>(65536, need));
   if (limit < need) {
@@ -891,6 +907,16 @@ void run_agent(const Profile& profile, AgentConfig& config) {
   if (!config.flows.identity() && config.flows.global().size() != profile.flows.size()) {
     throw std::runtime_error("the profile slice has " + std::to_string(profile.flows.size()) + " flows, its index map " +
                              std::to_string(config.flows.global().size()));
+  }
+  if (config.io_threads == 0) {
+    const std::uint64_t sharing = config.machine_agents > 0 ? config.machine_agents : ranks_on_host(config.roster, config.rank);
+    const std::uint64_t flows = flows_driven(profile, config.rank), cores = usable_cores();
+    config.io_threads = automatic_io_threads(flows, cores, sharing);
+    if (!config.quiet) {
+      std::fprintf(stderr, "tensorwire agent %u: %u I/O thread%s (%llu flows; %llu cores, %llu agent%s on this machine)\n", config.rank,
+                   config.io_threads, config.io_threads == 1 ? "" : "s", static_cast<unsigned long long>(flows),
+                   static_cast<unsigned long long>(cores), static_cast<unsigned long long>(sharing), sharing == 1 ? "" : "s");
+    }
   }
   check_descriptors(profile, config.rank, config.io_threads);
   UniqueFd listen_fd = std::move(config.listen_fd);

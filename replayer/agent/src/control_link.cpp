@@ -352,6 +352,7 @@ class ControlLink final : public AgentLink {
     config_.tx_stamp_every = m.settings.tx_stamp_every;
     config_.tx_sched = m.settings.tx_sched;
     config_.io_threads = m.settings.io_threads;
+    config_.machine_agents = m.settings.machine_agents;
     config_.pin = m.settings.pin;
     config_.realtime = m.settings.realtime;
     config_.sched_batch = m.settings.sched_batch;

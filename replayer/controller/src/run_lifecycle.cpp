@@ -10,6 +10,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <filesystem>
+#include <map>
 
 #include "tensorwire/controller/agent_session.hpp"
 #include "tensorwire/controller/clock_sync_round.hpp"
@@ -595,6 +596,11 @@ class RunLifecycle final : public Session::Handler {
     }
     assigned_ = true;
     const std::vector<Session*> by_rank = ranked();
+    // Automatic I/O threads share a machine's cores among its agents: those
+    // that name the same host, unless the run says how many share this one
+    // (--local, --testbed).
+    std::map<std::string, std::uint32_t> agents_on_host;
+    for (const Session* s : by_rank) ++agents_on_host[s->state.host];
     // Each agent gets its rank's slice, cut now from its part, and where its
     // peers listen.
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
@@ -612,6 +618,9 @@ class RunLifecycle final : public Session::Handler {
       for (const RankId peer : slice.peers) setup.roster.push_back({peer, by_rank[peer]->state.data_host, by_rank[peer]->state.data_port});
       setup.settings = o_.settings;
       setup.settings.open_loop_offsets = std::move(slice.open_loop_offsets);
+      if (setup.settings.machine_agents == 0 && !by_rank[r]->state.host.empty()) {
+        setup.settings.machine_agents = agents_on_host[by_rank[r]->state.host];
+      }
       setup.slowdown = r < o_.slowdown.size() ? o_.slowdown[r] : 1.0;
       setup.data_token = data_token_;
       if (o_.pair_delay) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "tensorwire/analysis/simulator.hpp"
@@ -23,7 +24,8 @@ double spin_us_for(const ReplayOptions& o, const RunPlacement& where) {
   // looking at its dry socket holds a core that another thread, or the bridge's
   // work for the flow's sender, is waiting for (docs/BENCHMARKS.md, Agents
   // sharing cores).
-  const std::size_t threads = where.local_agents * std::max<std::uint32_t>(1, o.io_threads);
+  const std::size_t each = o.io_threads > 0 ? o.io_threads : std::max<std::size_t>(1, where.cores / std::max<std::size_t>(1, where.local_agents));
+  const std::size_t threads = where.local_agents * each;
   const bool crowded = where.local_agents > 0 && (where.local_agents >= where.cores || threads > where.cores);
   return crowded ? 0.0 : 20.0;
 }
@@ -70,10 +72,13 @@ RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, c
   const auto sched = tx_sched_from(o.tx_sched);
   if (!sched) throw std::invalid_argument("--tx-sched must be auto, on or off, not " + o.tx_sched);
   s.tx_sched = *sched;
-  if (o.io_threads < 1 || o.io_threads > kMaxIoThreads) {
-    throw std::invalid_argument("--io-threads must be from 1 to " + std::to_string(kMaxIoThreads));
+  if (o.io_threads > kMaxIoThreads) {
+    throw std::invalid_argument("--io-threads must be auto or from 1 to " + std::to_string(kMaxIoThreads));
   }
   s.io_threads = o.io_threads;
+  // The agents of --local and --testbed share this machine's cores; elsewhere
+  // the controller counts each host's (or an agent started by hand its roster's).
+  s.machine_agents = static_cast<std::uint32_t>(std::min<std::size_t>(where.local_agents, std::numeric_limits<std::uint32_t>::max()));
   s.pin = o.pin;
   s.realtime = o.realtime;
   if (o.realtime && o.sched_batch) throw std::invalid_argument("--realtime and --sched-batch exclude each other");
@@ -99,7 +104,7 @@ std::vector<std::string> agent_arguments(const ReplayOptions& o, const RunPlacem
   if (o.no_tx_timestamps) args.push_back("--no-tx-timestamps");
   if (o.tx_stamp_every != 1) args.insert(args.end(), {"--tx-stamp-every", std::to_string(o.tx_stamp_every)});
   if (o.tx_sched != "auto") args.insert(args.end(), {"--tx-sched", o.tx_sched});
-  if (o.io_threads != 1) args.insert(args.end(), {"--io-threads", std::to_string(o.io_threads)});
+  if (o.io_threads != 0) args.insert(args.end(), {"--io-threads", std::to_string(o.io_threads)});
   if (o.pin) args.push_back("--pin");
   if (o.realtime) args.push_back("--realtime");
   if (o.sched_batch) args.push_back("--sched-batch");

@@ -1,5 +1,6 @@
 #include "tensorwire/protocol/roster.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 
@@ -92,6 +93,20 @@ Roster roster_by_rank(const std::vector<RosterEntry>& entries, const Profile& pr
     need(f.dst);
   }
   return out;
+}
+
+namespace {
+bool loopback_host(const std::string& h) { return h == "localhost" || h == "::1" || h.starts_with("127."); }
+}  // namespace
+
+std::size_t ranks_on_host(const Roster& roster, RankId rank) {
+  if (rank >= roster.ranks.size() || roster.ranks[rank].host.empty()) return 1;
+  const std::string& mine = roster.ranks[rank].host;
+  std::size_t n = 0;
+  for (const RosterEntry& e : roster.ranks) {
+    if (e.host == mine || (loopback_host(e.host) && loopback_host(mine))) ++n;
+  }
+  return std::max<std::size_t>(1, n);
 }
 
 }  // namespace tw

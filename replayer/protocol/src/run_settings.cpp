@@ -2,6 +2,7 @@
 
 #include "tensorwire/util/tcp_congestion.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -30,7 +31,7 @@ nlohmann::json to_json(const RunSettings& s) {
           {"open_loop_offsets_ns", s.open_loop_offsets}, {"open_loop_period_ns", s.open_loop_period}, {"spin_ns", s.spin},
           {"read_gap_ns", s.read_gap},        {"delay_ns", s.delay},              {"tx_timestamps", s.tx_timestamps},
           {"tx_stamp_every", s.tx_stamp_every}, {"tx_sched", to_string(s.tx_sched)},
-          {"io_threads", s.io_threads},       {"pin", s.pin},                   {"realtime", s.realtime},
+          {"io_threads", s.io_threads},       {"machine_agents", s.machine_agents}, {"pin", s.pin},                   {"realtime", s.realtime},
           {"sched_batch", s.sched_batch},     {"congestion_control", s.congestion_control},
           {"connect_timeout_ns", s.connect_timeout}, {"idle_timeout_ns", s.idle_timeout}};
 }
@@ -64,6 +65,8 @@ RunSettings run_settings_from_json(const nlohmann::json& j) {
   if (!sched) throw std::runtime_error("settings: \"tx_sched\" is not auto, on or off");
   s.tx_sched = *sched;
   s.io_threads = field<std::uint32_t>(j, "io_threads");
+  // Optional: a controller from before it sends none (the agent counts its roster).
+  if (j.contains("machine_agents")) s.machine_agents = field<std::uint32_t>(j, "machine_agents");
   s.pin = field<bool>(j, "pin");
   s.realtime = field<bool>(j, "realtime");
   // Optional: a controller from before it sends none (normal scheduling).
@@ -79,11 +82,17 @@ RunSettings run_settings_from_json(const nlohmann::json& j) {
   s.connect_timeout = field<Nanos>(j, "connect_timeout_ns");
   s.idle_timeout = field<Nanos>(j, "idle_timeout_ns");
   if (s.open_loop && s.open_loop_period <= 0) throw std::runtime_error("settings: open loop without a period");
-  if (s.spin < 0 || s.read_gap < 0 || s.read_gap > kMostReadGap || s.delay < 0 || s.connect_timeout <= 0 || s.idle_timeout <= 0 || s.tx_stamp_every < 1 || s.io_threads < 1 ||
+  if (s.spin < 0 || s.read_gap < 0 || s.read_gap > kMostReadGap || s.delay < 0 || s.connect_timeout <= 0 || s.idle_timeout <= 0 || s.tx_stamp_every < 1 ||
       s.io_threads > kMaxIoThreads) {
     throw std::runtime_error("settings: a value is out of range");
   }
   return s;
+}
+
+std::uint32_t automatic_io_threads(std::uint64_t flows, std::uint64_t cores, std::uint64_t machine_agents) {
+  const std::uint64_t share = cores / std::max<std::uint64_t>(1, machine_agents);
+  const std::uint64_t wanted = (flows + kFlowsPerIoThread - 1) / kFlowsPerIoThread;
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(std::min(wanted, share), 1, kMaxIoThreads));
 }
 
 ExecutorOptions executor_options_for(const RunSettings& s, double slowdown) {

@@ -63,7 +63,10 @@ struct AgentConfig {
   bool tx_timestamps = true;  // SO_TIMESTAMPING on every outgoing flow
   std::uint32_t tx_stamp_every = 1;  // of every Nth message of a flow
   TxSched tx_sched = TxSched::automatic;
-  std::uint32_t io_threads = 1;  // flows spread over this many I/O threads
+  std::uint32_t io_threads = 1;  // flows spread over this many I/O threads; 0: automatic (run_agent)
+  // Agents sharing this machine's cores, for automatic I/O threads; 0: the
+  // roster's ranks on this rank's host.
+  std::uint32_t machine_agents = 0;
   bool pin = false;       // each I/O thread on a core (chosen by rank)
   bool realtime = false;  // I/O threads at SCHED_FIFO, where permitted
   bool sched_batch = false;  // I/O threads at SCHED_BATCH (RunSettings::sched_batch)

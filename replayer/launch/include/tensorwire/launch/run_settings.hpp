@@ -27,7 +27,7 @@ struct ReplayOptions {
   bool no_tx_timestamps = false;
   std::uint32_t tx_stamp_every = 1;
   std::string tx_sched = "auto";
-  std::uint32_t io_threads = 1;
+  std::uint32_t io_threads = 0;  // 0: automatic (automatic_io_threads)
   bool pin = false;
   bool realtime = false;
   bool sched_batch = false;
@@ -50,8 +50,9 @@ std::size_t agents_on_this_machine(std::size_t local, std::size_t testbed_hosts,
 
 // Microseconds of busy-waiting before each deadline: as asked, else 20, or none
 // when local agents are as many as the cores or more, or their I/O threads
-// (--io-threads each) more than the cores (spinning costs a core per agent, and
-// a spinning agent delays the others).
+// (--io-threads each; automatic ones at most their share of the cores) more
+// than the cores (spinning costs a core per agent, and a spinning agent delays
+// the others).
 double spin_us_for(const ReplayOptions& o, const RunPlacement& where);
 
 // How long the controller and its agents wait for a silent peer: the control

@@ -39,4 +39,10 @@ std::string write_roster(const Roster& roster);
 // one of the profile's flows has no entry.
 Roster roster_by_rank(const std::vector<RosterEntry>& entries, const Profile& profile, RankId self, std::string token);
 
+// How many of the roster's ranks are on `rank`'s host, itself included: those
+// with the same host, every loopback address (127.0.0.0/8, ::1, localhost)
+// counting as one. 1 when `rank` is not listed or has no address. Agents on
+// network namespaces of one machine have hosts of their own: this cannot tell.
+std::size_t ranks_on_host(const Roster& roster, RankId rank);
+
 }  // namespace tw

@@ -37,7 +37,12 @@ struct RunSettings {
   bool tx_timestamps = true;
   std::uint32_t tx_stamp_every = 1;  // transmit timestamps of every Nth message of a flow
   TxSched tx_sched = TxSched::automatic;
-  std::uint32_t io_threads = 1;  // I/O threads per agent, its flows spread over them
+  // I/O threads per agent, its flows spread over them; 0: automatic
+  // (automatic_io_threads, from the flows the agent drives and its machine's cores).
+  std::uint32_t io_threads = 1;
+  // How many of the run's agents share this agent's machine, for automatic I/O
+  // threads; 0: unknown (the agent counts the roster's ranks on its host).
+  std::uint32_t machine_agents = 0;
   bool pin = false;       // each I/O thread on a core of its own (chosen by rank)
   bool realtime = false;  // I/O threads at SCHED_FIFO, where permitted
   // I/O threads at SCHED_BATCH: woken, they wait for the running thread's turn
@@ -52,6 +57,18 @@ struct RunSettings {
 };
 
 inline constexpr std::uint32_t kMaxIoThreads = 64;
+// Automatic I/O threads: one per this many flows an agent drives, in and out.
+// One thread drives four flows of 8 MiB messages as fast as iperf3's one
+// thread drives four streams (docs/BENCHMARKS.md, Throughput), and a rank of a
+// ring or a pipeline (one or two flows each way) keeps every message's hand-over
+// to the ops on one thread, without a wake-up between threads.
+inline constexpr std::uint32_t kFlowsPerIoThread = 4;
+
+// The I/O threads of an agent that drives `flows` flows on a machine whose
+// `cores` it shares with `machine_agents` agents (itself included; 0 counts as
+// 1): one per kFlowsPerIoThread flows, at most its share of the cores (at least
+// 1, at most kMaxIoThreads).
+std::uint32_t automatic_io_threads(std::uint64_t flows, std::uint64_t cores, std::uint64_t machine_agents);
 // The longest read gap: a flow spins this long at most before each look.
 inline constexpr Nanos kMostReadGap = 1000 * kMicro;
 
