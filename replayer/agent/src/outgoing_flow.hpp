@@ -87,6 +87,8 @@ class OutgoingFlow {
   // (which says the handshake was done, and stays true).
   void finish();
   void close();
+  // The peer's FIN (or anything else, an error included) is there to read.
+  bool peer_finished() const;
 
   // The flow's I/O thread also serves other flows: a message takes turns of
   // kWritesPerTurn writes with their work (after the constructor, before sending).
