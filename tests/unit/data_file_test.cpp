@@ -63,6 +63,30 @@ TEST(DataFile, OnlyRegularFilesOfASaneSize) {
   EXPECT_TRUE(thrown([&] { read_json_file(small); }).starts_with(small + ": not valid JSON: "));
 }
 
+// Nesting is bounded before parsing, by a scan that skips strings: brackets and
+// escaped quotes inside them do not count, 64 levels are read, 65 refused.
+TEST(DataFile, JsonNestingIsBoundedOutsideStrings) {
+  TempDir d("tw-data-file");
+  const std::string file = d.path() + "/nested.json";
+  const auto nested = [](int levels, const std::string& inner) {
+    std::string t;
+    for (int k = 0; k < levels; ++k) t += "[";
+    t += inner;
+    for (int k = 0; k < levels; ++k) t += "]";
+    return t;
+  };
+  std::ofstream(file) << nested(64, "1");
+  EXPECT_NO_THROW(read_json_file(file));
+  std::ofstream(file) << nested(65, "1");
+  EXPECT_EQ(thrown([&] { read_json_file(file); }), file + ": nesting deeper than 64 levels");
+  const std::string brackets = R"("[[[[{{{{ \\ [[[[ \" {{{{")";
+  std::ofstream(file) << nested(64, std::string(200, ' ') + brackets);
+  EXPECT_EQ(read_json_file(file).dump().size(), 64 * 2 + nlohmann::json::parse(brackets).dump().size());
+  // A string left open is the parser's to report.
+  std::ofstream(file) << R"({"a": "[[[[)";
+  EXPECT_TRUE(thrown([&] { read_json_file(file); }).starts_with(file + ": not valid JSON: "));
+}
+
 TEST(DataFile, FieldsAreCheckedAndNameTheirFile) {
   const auto j = nlohmann::json::parse(R"({"n": -1, "big": 4000000000, "s": "x", "b": 1, "ok": 7})");
   EXPECT_EQ(thrown([&] { json_count(j, "n", "f.json", 100); }), "f.json: 'n' must be a whole number from 0 to 100, not -1");

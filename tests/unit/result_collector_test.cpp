@@ -93,9 +93,20 @@ TEST(ResultCollector, ABadRecordsFileIsNamedAndNotMerged) {
   upload(k, run_dir::records_name(0), bytes);
   EXPECT_THROW(k.merge(ahead_by(0), "h", "rank 0 (h)"), std::runtime_error);
 
-  ResultCollector j(dir.path(), 0);
-  upload(j, run_dir::summary_name(0), "{not json");
-  EXPECT_THROW(j.merge(ahead_by(0), "h", "rank 0 (h)"), std::runtime_error);
+  // A summary that is not JSON, or nests deeper than any of tensorwire's files
+  // (bounded before it is parsed), is named.
+  for (const std::string& summary : {std::string("{not json"), std::string(100000, '[')}) {
+    ResultCollector j(dir.path(), 0);
+    upload(j, run_dir::summary_name(0), summary);
+    try {
+      j.merge(ahead_by(0), "h", "rank 0 (h)");
+      FAIL();
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("rank 0 (h): uploaded a summary that does not read"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(summary.size() > 9 ? "nesting deeper than 64 levels" : "not valid JSON"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(run_dir::summary_file(dir.path(), 0)));
+  }
 }
 
 }  // namespace

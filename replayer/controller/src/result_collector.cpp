@@ -70,9 +70,14 @@ void merge_records(const std::string& raw, const std::string& out, const ClockTr
 
 void merge_summary(const std::string& raw, const std::string& out, const ClockTrack& clock, const std::string& host,
                    const std::string& who) {
-  std::ifstream in(raw);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw std::runtime_error(who + ": uploaded a summary that is not JSON");
+  // Bounded in size and nesting like every JSON file tensorwire reads.
+  nlohmann::json j;
+  try {
+    j = read_json_file(raw, limits::kMaxJsonFile);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(who + ": uploaded a summary that does not read: " + e.what());
+  }
+  if (!j.is_object()) throw std::runtime_error(who + ": uploaded a summary that is not a JSON object");
   // Times are whole nanoseconds within [0, 2^62), so that the clock's offset adds without overflow.
   const auto to_controller = [&](const nlohmann::json& v) {
     const auto t = json_exact<Nanos>(v);
