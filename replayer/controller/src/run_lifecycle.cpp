@@ -600,7 +600,9 @@ class RunLifecycle final : public Session::Handler {
     // that name the same host, unless the run says how many share this one
     // (--local, --testbed).
     std::map<std::string, std::uint32_t> agents_on_host;
-    for (const Session* s : by_rank) ++agents_on_host[s->state.host];
+    for (const Session* s : by_rank) {
+      if (s != nullptr) ++agents_on_host[s->state.host];
+    }
     // Each agent gets its rank's slice, cut now from its part, and where its
     // peers listen.
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
