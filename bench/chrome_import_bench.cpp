@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -41,7 +42,12 @@ int main(int argc, char** argv) {
   namespace fs = std::filesystem;
   const std::size_t events = argc > 1 ? std::stoul(argv[1]) : 250'000;
   const int runs = argc > 2 ? std::stoi(argv[2]) : 3;
-  const std::string path = (fs::temp_directory_path() / "tw-bench-chrome.json").string();
+  std::string dir = (fs::temp_directory_path() / "tw-bench-chrome.XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr) {
+    std::perror("chrome_import_bench: mkdtemp");
+    return 1;
+  }
+  const std::string path = dir + "/trace.json";
   write_trace(path, events);
   const auto bytes = fs::file_size(path);
   std::size_t imported = 0;
@@ -64,7 +70,7 @@ int main(int argc, char** argv) {
     };
     parsed = nlohmann::json::parse(in, shallow)["traceEvents"].size();
   });
-  fs::remove(path);
+  fs::remove_all(dir);
   if (imported != events || parsed != events) {
     std::fprintf(stderr, "chrome_import_bench: wrote %zu events, imported %zu, parsed %zu\n", events, imported, parsed);
     return 1;

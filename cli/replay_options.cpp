@@ -3,6 +3,7 @@
 #include "command.hpp"
 #include "tensorwire/core/profile.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tw::cli {
@@ -44,14 +45,9 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
               v = "0";
               return {};
             }
-            unsigned long n = 0;
-            std::size_t used = 0;
-            try {
-              n = std::stoul(v, &used);
-            } catch (const std::exception&) {
-              used = 0;
-            }
-            if (used == 0 || used != v.size() || n < 1 || n > kMaxIoThreads) {
+            const bool digits = !v.empty() && v.size() <= 3 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+            const unsigned long n = digits ? std::stoul(v) : 0;
+            if (n < 1 || n > kMaxIoThreads) {
               return "must be auto or from 1 to " + std::to_string(kMaxIoThreads) + ", not " + v;
             }
             return {};

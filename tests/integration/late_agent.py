@@ -46,7 +46,7 @@ try:
         n = len(payload)
         size = bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n)
         return bytes([0x80 | opcode]) + size + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-    hello = {"type": "hello", "version": 4, "host": "late", "pid": os.getpid(), "data_host": "127.0.0.1", "data_port": 9}
+    hello = {"type": "hello", "version": 5, "host": "late", "pid": os.getpid(), "data_host": "127.0.0.1", "data_port": 9}
     if path == "/agent":
         s.sendall(frame(1, json.dumps(hello).encode()))
     def read(n):

@@ -195,6 +195,10 @@ TEST(Roster, RanksOnAHostCountLoopbackAsOne) {
   EXPECT_EQ(ranks_on_host(r, 6), 1U) << "not listed: alone";
   r.ranks[3].host = "10.0.0.20";
   EXPECT_EQ(ranks_on_host(r, 2), 1U) << "a prefix is another host";
+  r.ranks[1].host = "127.example.com";  // a name, not a loopback address
+  EXPECT_EQ(ranks_on_host(r, 0), 2U);
+  r.ranks[1].host = "127.0.1.1";  // Debian's name for its own host: loopback too
+  EXPECT_EQ(ranks_on_host(r, 0), 3U);
 }
 
 }  // namespace

@@ -82,6 +82,9 @@ TEST(DataFile, JsonNestingIsBoundedOutsideStrings) {
   const std::string brackets = R"("[[[[{{{{ \\ [[[[ \" {{{{")";
   std::ofstream(file) << nested(64, std::string(200, ' ') + brackets);
   EXPECT_EQ(read_json_file(file).dump().size(), 64 * 2 + nlohmann::json::parse(brackets).dump().size());
+  // A string that ends in an escaped backslash ends there: what follows counts.
+  std::ofstream(file) << R"(["x\\", )" + nested(64, "1") + "]";
+  EXPECT_EQ(thrown([&] { read_json_file(file); }), file + ": nesting deeper than 64 levels");
   // A string left open is the parser's to report.
   std::ofstream(file) << R"({"a": "[[[[)";
   EXPECT_TRUE(thrown([&] { read_json_file(file); }).starts_with(file + ": not valid JSON: "));

@@ -66,10 +66,11 @@ TEST(RunSettings, IoThreadsAreAutomaticUnlessAskedAndLocalAgentsAreCounted) {
   EXPECT_EQ(*std::next(at), "3");
   o.io_threads = kMaxIoThreads + 1;
   EXPECT_THROW(make_run_settings(mlp(), o, {}), std::invalid_argument);
-  // Automatic threads count toward crowding at their share of the cores.
+  // Automatic threads are at most the agents' share of the cores: they crowd
+  // them only where the agents alone do.
   o.io_threads = 0;
-  EXPECT_EQ(spin_us_for(o, {.local_agents = 2, .cores = 8}), 20.0) << "four threads each at most: the cores";
-  EXPECT_EQ(spin_us_for(o, {.local_agents = 3, .cores = 8}), 20.0) << "two threads each at most: six of eight";
+  EXPECT_EQ(spin_us_for(o, {.local_agents = 3, .cores = 8}), 20.0);
+  EXPECT_EQ(spin_us_for(o, {.local_agents = 8, .cores = 8}), 0.0);
 }
 
 TEST(RunSettings, FromTheOptionsWithDelaysStretched) {

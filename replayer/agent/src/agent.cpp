@@ -226,7 +226,8 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     cpu_set_t allowed;
     CPU_ZERO(&allowed);
     if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) == 0) return -1;
-    int pick = static_cast<int>((rank_ * c_.io_threads + index) % static_cast<std::size_t>(CPU_COUNT(&allowed)));
+    const std::size_t stride = c_.pin_stride > 0 ? c_.pin_stride : c_.io_threads;
+    int pick = static_cast<int>((rank_ * stride + index) % static_cast<std::size_t>(CPU_COUNT(&allowed)));
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
       if (!CPU_ISSET(cpu, &allowed) || pick-- > 0) continue;
       cpu_set_t one;
@@ -856,10 +857,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   std::string error_;
 };
 
-// Every flow of the rank is a socket, every I/O thread a reactor (epoll, its
-// timer and its wake-up descriptors); the listener, the control link, the
-// output files and the standard streams fit in the reserve. Raised to what the hard limit allows; beyond it, a clear error
-// before the first connection rather than refused accepts halfway through.
+// The flows a rank drives, in and out.
 std::uint64_t flows_driven(const Profile& profile, RankId rank) {
   std::uint64_t flows = 0;
   for (const Flow& f : profile.flows) flows += (f.src == rank ? 1 : 0) + (f.dst == rank ? 1 : 0);
@@ -876,6 +874,10 @@ std::uint64_t usable_cores() {
   return online > 0 ? static_cast<std::uint64_t>(online) : 1;
 }
 
+// Every flow of the rank is a socket, every I/O thread a reactor (epoll, its
+// timer and its wake-up descriptors); the listener, the control link, the
+// output files and the standard streams fit in the reserve. Raised to what the hard limit allows; beyond it, a clear error
+// before the first connection rather than refused accepts halfway through.
 void check_descriptors(const Profile& profile, RankId rank, std::uint32_t io_threads) {
   constexpr std::uint64_t kReserve = 64;
   constexpr std::uint64_t kPerThread = 3;
@@ -912,6 +914,8 @@ void run_agent(const Profile& profile, AgentConfig& config) {
     const std::uint64_t sharing = config.machine_agents > 0 ? config.machine_agents : ranks_on_host(config.roster, config.rank);
     const std::uint64_t flows = flows_driven(profile, config.rank), cores = usable_cores();
     config.io_threads = automatic_io_threads(flows, cores, sharing);
+    // Every agent of the machine steps by its share, whatever threads it took.
+    config.pin_stride = static_cast<std::uint32_t>(std::max<std::uint64_t>({1, config.io_threads, cores / std::max<std::uint64_t>(1, sharing)}));
     if (!config.quiet) {
       std::fprintf(stderr, "tensorwire agent %u: %u I/O thread%s (%llu flows; %llu cores, %llu agent%s on this machine)\n", config.rank,
                    config.io_threads, config.io_threads == 1 ? "" : "s", static_cast<unsigned long long>(flows),

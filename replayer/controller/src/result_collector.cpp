@@ -21,8 +21,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A summary is a few kilobytes per iteration; this is far beyond any real one.
-constexpr std::uint64_t kMaxSummaryBytes = std::uint64_t{1} << 30;
+// Refused as the upload begins: more than merge_summary, or any reader of a
+// summary, would read (a summary holds about 45 bytes per iteration).
+constexpr std::uint64_t kMaxSummaryBytes = limits::kMaxJsonFile;
 
 std::string raw_path(const std::string& dir, const std::string& name) { return (fs::path(dir) / (name + ".agent")).string(); }
 

@@ -24,8 +24,9 @@ double spin_us_for(const ReplayOptions& o, const RunPlacement& where) {
   // looking at its dry socket holds a core that another thread, or the bridge's
   // work for the flow's sender, is waiting for (docs/BENCHMARKS.md, Agents
   // sharing cores).
-  const std::size_t each = o.io_threads > 0 ? o.io_threads : std::max<std::size_t>(1, where.cores / std::max<std::size_t>(1, where.local_agents));
-  const std::size_t threads = where.local_agents * each;
+  // Automatic threads are at most the agents' share of the cores: they crowd them
+  // only where the agents alone do.
+  const std::size_t threads = where.local_agents * std::max<std::uint32_t>(1, o.io_threads);
   const bool crowded = where.local_agents > 0 && (where.local_agents >= where.cores || threads > where.cores);
   return crowded ? 0.0 : 20.0;
 }

@@ -1,5 +1,8 @@
 #include "tensorwire/protocol/roster.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -96,7 +99,13 @@ Roster roster_by_rank(const std::vector<RosterEntry>& entries, const Profile& pr
 }
 
 namespace {
-bool loopback_host(const std::string& h) { return h == "localhost" || h == "::1" || h.starts_with("127."); }
+bool loopback_host(const std::string& h) {
+  if (h == "localhost") return true;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return ::inet_pton(AF_INET6, h.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
 }  // namespace
 
 std::size_t ranks_on_host(const Roster& roster, RankId rank) {

@@ -28,7 +28,9 @@ namespace tw {
 // 4: the slice holds only the rank's own flows (`flows`: the whole profile's
 //    indices); the roster only the rank and its peers; `delay_from_ns` is
 //    [[source rank, ns], ...].
-inline constexpr int kControlVersion = 4;
+// 5: `settings.io_threads` may be 0 (the agent chooses), with
+//    `settings.machine_agents`.
+inline constexpr int kControlVersion = 5;
 inline constexpr const char* kAgentPath = "/agent";
 inline constexpr Nanos kHeartbeatTimeout = 1800 * kMilli;  // silence after which a peer is gone
 // The largest WebSocket message each side reads. An agent sends JSON messages of
