@@ -70,8 +70,9 @@ nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes) 
   std::uint64_t size = 0;
   std::ifstream in = open_data_file(path, max_bytes, &size);
   // Read whole, its nesting bounded by a scan, then parsed without a callback:
-  // nlohmann's parser with one (which refused nesting as it opened) took 38-41 s
-  // for a 75 MB Chrome trace that it parses in 0.8-1.5 s without.
+  // nlohmann's parser with one (which refused nesting as it opened) takes time
+  // that grows faster than the file, 12.6 s against 1.4 s for a 70 MB Chrome
+  // trace (docs/BENCHMARKS.md, Importing a profiler's Chrome trace).
   std::string text;
   text.reserve(static_cast<std::size_t>(size));
   std::array<char, 1 << 16> buffer;
