@@ -100,7 +100,7 @@ nlohmann::json read_summary(const std::string& dir, RankId rank) {
     throw std::runtime_error(path + ": missing: the agent of rank " + std::to_string(rank) + " wrote no summary (is " + dir +
                              " the --out directory of a replay?)");
   }
-  nlohmann::json j = read_json_file(path);
+  nlohmann::json j = read_json_file(path, limits::kMaxSummaryFile);
   if (!j.is_object()) throw std::runtime_error(path + ": not a summary: a JSON object expected");
   // A null is a field left out (the checks below read it so), and is dropped, so
   // that what reads the summary next finds either a value of the checked type or

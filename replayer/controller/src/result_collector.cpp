@@ -22,8 +22,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // Refused as the upload begins: more than merge_summary, or any reader of a
-// summary, would read (a summary holds about 45 bytes per iteration).
-constexpr std::uint64_t kMaxSummaryBytes = limits::kMaxJsonFile;
+// summary, would read.
+constexpr std::uint64_t kMaxSummaryBytes = limits::kMaxSummaryFile;
 
 std::string raw_path(const std::string& dir, const std::string& name) { return (fs::path(dir) / (name + ".agent")).string(); }
 
@@ -74,7 +74,7 @@ void merge_summary(const std::string& raw, const std::string& out, const ClockTr
   // Bounded in size and nesting like every JSON file tensorwire reads.
   nlohmann::json j;
   try {
-    j = read_json_file(raw, limits::kMaxJsonFile);
+    j = read_json_file(raw, limits::kMaxSummaryFile);
   } catch (const std::exception& e) {
     throw std::runtime_error(who + ": uploaded a summary that does not read: " + e.what());
   }

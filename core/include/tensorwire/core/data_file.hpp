@@ -16,7 +16,10 @@
 namespace tw {
 
 namespace limits {
-inline constexpr std::uint64_t kMaxJsonFile = 256ull << 20;      // run.json, rank-R.json, trace sidecars
+inline constexpr std::uint64_t kMaxJsonFile = 256ull << 20;      // run.json, trace sidecars
+// rank-R.json: its iteration times take about 47 bytes each, 470 MB for the
+// most iterations a run may have (kMaxIterations).
+inline constexpr std::uint64_t kMaxSummaryFile = 1ull << 30;
 inline constexpr std::uint64_t kMaxProfileFile = 2ull << 30;     // a profile's YAML
 inline constexpr std::uint64_t kMaxDataFile = 64ull << 30;       // records, traces, sidecar CSV, pcap
 inline constexpr std::uint64_t kMaxChromeTrace = 4ull << 30;    // a profiler's Chrome trace (JSON, parsed whole)
