@@ -36,6 +36,20 @@ std::ifstream open_data_file(const std::string& path, std::uint64_t max_bytes, s
   return in;
 }
 
+std::string read_data_file_text(const std::string& path, std::uint64_t max_bytes) {
+  std::uint64_t size = 0;
+  std::ifstream in = open_data_file(path, max_bytes, &size);
+  std::string text;
+  text.reserve(static_cast<std::size_t>(size));
+  std::array<char, 1 << 16> buffer;
+  while (in.read(buffer.data(), buffer.size()) || in.gcount() > 0) {
+    text.append(buffer.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > max_bytes) throw std::runtime_error(path + ": grew past " + human_bytes(static_cast<Bytes>(max_bytes)) + " while read");
+  }
+  if (in.bad()) throw std::runtime_error(path + ": cannot read: " + std::strerror(errno));
+  return text;
+}
+
 namespace {
 
 // Whether JSON text opens more than `most` arrays and objects inside one
@@ -67,20 +81,11 @@ bool nests_deeper(std::string_view text, int most) {
 }  // namespace
 
 nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes) {
-  std::uint64_t size = 0;
-  std::ifstream in = open_data_file(path, max_bytes, &size);
   // Read whole, its nesting bounded by a scan, then parsed without a callback:
   // nlohmann's parser with one (which refused nesting as it opened) takes time
   // that grows faster than the file, 12.6 s against 1.4 s for a 70 MB Chrome
   // trace (docs/BENCHMARKS.md, Importing a profiler's Chrome trace).
-  std::string text;
-  text.reserve(static_cast<std::size_t>(size));
-  std::array<char, 1 << 16> buffer;
-  while (in.read(buffer.data(), buffer.size()) || in.gcount() > 0) {
-    text.append(buffer.data(), static_cast<std::size_t>(in.gcount()));
-    if (text.size() > max_bytes) throw std::runtime_error(path + ": grew past " + human_bytes(static_cast<Bytes>(max_bytes)) + " while read");
-  }
-  if (in.bad()) throw std::runtime_error(path + ": cannot read: " + std::strerror(errno));
+  const std::string text = read_data_file_text(path, max_bytes);
   // Nesting is refused before parsing: 50 million '[' took 3.7 GB before the
   // parser found the file's end. tensorwire's own files nest a few levels.
   constexpr int kMaxDepth = 64;

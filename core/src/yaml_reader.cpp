@@ -4,8 +4,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "tensorwire/core/data_file.hpp"
@@ -34,10 +32,7 @@ bool valid_id(std::string_view id) {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in = open_data_file(path, limits::kMaxProfileFile);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return std::move(text).str();
+  return read_data_file_text(path, limits::kMaxProfileFile);
 }
 
 std::string What::str() const {

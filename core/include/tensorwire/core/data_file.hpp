@@ -34,6 +34,10 @@ std::string data_file_problem(const std::string& path, std::uint64_t max_bytes, 
 // The file opened for reading (binary), or std::runtime_error "path: reason".
 std::ifstream open_data_file(const std::string& path, std::uint64_t max_bytes, std::uint64_t* size = nullptr);
 
+// The whole file, at most `max_bytes` of it also if it grows while read, or
+// std::runtime_error "path: reason".
+std::string read_data_file_text(const std::string& path, std::uint64_t max_bytes);
+
 // A JSON document from a file, or std::runtime_error "path: reason" (not a
 // regular file, too large, "not valid JSON: ..." with the byte where it broke).
 nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes = limits::kMaxJsonFile);
