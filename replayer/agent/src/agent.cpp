@@ -226,8 +226,11 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     cpu_set_t allowed;
     CPU_ZERO(&allowed);
     if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) == 0) return -1;
-    const std::size_t stride = c_.pin_stride > 0 ? c_.pin_stride : c_.io_threads;
-    int pick = static_cast<int>((rank_ * stride + index) % static_cast<std::size_t>(CPU_COUNT(&allowed)));
+    // Each agent of the host steps by its share of the cores, or by its threads
+    // where they are more: the same for all, whatever threads each took.
+    const auto cores = static_cast<std::size_t>(CPU_COUNT(&allowed));
+    const std::size_t stride = std::max<std::size_t>({1, c_.io_threads, cores / std::max<std::size_t>(1, c_.machine_agents)});
+    int pick = static_cast<int>((rank_ * stride + index) % cores);
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
       if (!CPU_ISSET(cpu, &allowed) || pick-- > 0) continue;
       cpu_set_t one;
@@ -910,12 +913,11 @@ void run_agent(const Profile& profile, AgentConfig& config) {
     throw std::runtime_error("the profile slice has " + std::to_string(profile.flows.size()) + " flows, its index map " +
                              std::to_string(config.flows.global().size()));
   }
+  if (config.machine_agents == 0) config.machine_agents = static_cast<std::uint32_t>(ranks_on_host(config.roster, config.rank));
   if (config.io_threads == 0) {
-    const std::uint64_t sharing = config.machine_agents > 0 ? config.machine_agents : ranks_on_host(config.roster, config.rank);
+    const std::uint64_t sharing = config.machine_agents;
     const std::uint64_t flows = flows_driven(profile, config.rank), cores = usable_cores();
     config.io_threads = automatic_io_threads(flows, cores, sharing);
-    // Every agent of the machine steps by its share, whatever threads it took.
-    config.pin_stride = static_cast<std::uint32_t>(std::max<std::uint64_t>({1, config.io_threads, cores / std::max<std::uint64_t>(1, sharing)}));
     if (!config.quiet) {
       std::fprintf(stderr, "tensorwire agent %u: %u I/O thread%s (%llu flows; %llu cores, %llu agent%s on this machine)\n", config.rank,
                    config.io_threads, config.io_threads == 1 ? "" : "s", static_cast<unsigned long long>(flows),

@@ -65,7 +65,7 @@ RunSettings run_settings_from_json(const nlohmann::json& j) {
   if (!sched) throw std::runtime_error("settings: \"tx_sched\" is not auto, on or off");
   s.tx_sched = *sched;
   s.io_threads = field<std::uint32_t>(j, "io_threads");
-  // Optional: a controller from before it sends none (the agent counts its roster).
+  // Optional: 0 when absent (the agent counts its roster).
   if (j.contains("machine_agents")) s.machine_agents = field<std::uint32_t>(j, "machine_agents");
   s.pin = field<bool>(j, "pin");
   s.realtime = field<bool>(j, "realtime");

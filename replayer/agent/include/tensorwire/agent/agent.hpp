@@ -64,13 +64,9 @@ struct AgentConfig {
   std::uint32_t tx_stamp_every = 1;  // of every Nth message of a flow
   TxSched tx_sched = TxSched::automatic;
   std::uint32_t io_threads = 1;  // flows spread over this many I/O threads; 0: automatic (run_agent)
-  // Agents sharing this machine's cores, for automatic I/O threads; 0: the
-  // roster's ranks on this rank's host.
+  // Agents sharing this machine's cores (automatic I/O threads, --pin); 0: the
+  // roster's ranks on this rank's host (run_agent).
   std::uint32_t machine_agents = 0;
-  // --pin: rank R's I/O threads go to cores R * pin_stride onwards; 0: io_threads
-  // (what every agent of a host has when the count is given). Automatic counts
-  // differ between ranks, so run_agent sets their share of the cores.
-  std::uint32_t pin_stride = 0;
   bool pin = false;       // each I/O thread on a core (chosen by rank)
   bool realtime = false;  // I/O threads at SCHED_FIFO, where permitted
   bool sched_batch = false;  // I/O threads at SCHED_BATCH (RunSettings::sched_batch)
