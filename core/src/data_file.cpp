@@ -83,8 +83,8 @@ bool nests_deeper(std::string_view text, int most) {
 nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes) {
   // Read whole, its nesting bounded by a scan, then parsed without a callback:
   // nlohmann's parser with one (which refused nesting as it opened) takes time
-  // that grows faster than the file, 12.6 s against 1.4 s for a 70 MB Chrome
-  // trace (docs/BENCHMARKS.md, Importing a profiler's Chrome trace).
+  // that grows faster than the file, 9 times the parser's alone for a 70 MB
+  // Chrome trace (docs/BENCHMARKS.md, Importing a profiler's Chrome trace).
   const std::string text = read_data_file_text(path, max_bytes);
   // Nesting is refused before parsing: 50 million '[' took 3.7 GB before the
   // parser found the file's end. tensorwire's own files nest a few levels.
