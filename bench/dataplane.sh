@@ -165,6 +165,7 @@ echo "agents' four busy threads leave no core to spare, and a flow whose socket 
 echo "looks again only while one is (Agents sharing cores, below): those two rows run alike"
 echo "but for the spin before deadlines, which a stream without compute hardly uses (they are"
 echo "not paired with each other). Where the 16-flow rows lose: docs/dataplane-analyses.md, 16 flows."
+echo "Against iperf3 on as many threads a side as the agents: Many flows, like for like, below."
 echo "Without \`--io-threads\` an agent takes one I/O thread per 4 flows it drives, up to its"
 echo "share of its machine's cores (the cores it may use over the agents on the machine):"
 echo "the two agents here, sharing two cores, one each, as in the rows on one thread; an"

@@ -61,9 +61,18 @@ on_core() {  # CORE COMMAND...: COMMAND, on CORE when PIN=1
 # are run as FLOWS/4 pairs of processes of -P 4 each, side by side, their received
 # rates summed, so that the baseline can use both cores as the agents do.
 iperf() {  # FLOWS [iperf3 options] -> Gb/s
-  local flows=$1 procs=1 k
+  local flows=$1 procs=1
   shift
   [ "$flows" -gt 4 ] && procs=$((flows / 4))
+  iperf_processes "$procs" "$flows" "$@"
+}
+
+# iperf_processes PROCS FLOWS [iperf3 options] -> Gb/s: FLOWS streams as PROCS
+# pairs of processes (one thread a side each) of FLOWS/PROCS streams, side by side,
+# their received rates summed. PROCS divides FLOWS.
+iperf_processes() {
+  local procs=$1 flows=$2 k
+  shift 2
   local servers=() clients=()
   for ((k = 0; k < procs; k++)); do
     on_core 1 ip netns exec $B iperf3 -s -1 -p $((5201 + k)) > /dev/null 2>&1 &
