@@ -11,6 +11,7 @@
 
 #include "command.hpp"
 #include "replay_options.hpp"
+#include "tensorwire/util/parallel.hpp"
 #include "tensorwire/agent/agent.hpp"
 #include "tensorwire/analysis/simulator.hpp"
 #include "tensorwire/agent/control_link.hpp"
@@ -144,7 +145,7 @@ int run_local_command(const LocalArgs& a) {
   o.out_dir = a.out;
   o.timeout = seconds_option(a.timeout_s, "--timeout");
   const ReplayOptions& r = a.replay;
-  const RunPlacement where{.local_agents = a.local, .cores = std::thread::hardware_concurrency()};
+  const RunPlacement where{.local_agents = a.local, .cores = usable_cores()};
   // Checked here, before any agent starts; the agents derive the same settings.
   const RunSettings settings = make_run_settings(p, r, where);
   o.agent_args = agent_arguments(r, where);

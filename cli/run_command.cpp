@@ -14,6 +14,7 @@
 
 #include "command.hpp"
 #include "replay_options.hpp"
+#include "tensorwire/util/parallel.hpp"
 #include "tensorwire/analysis/compare_file.hpp"
 #include "tensorwire/controller/controller.hpp"
 #include "tensorwire/core/data_file.hpp"
@@ -110,7 +111,7 @@ int run_command(const RunArgs& a) {
   o.quiet = a.quiet || a.json;
   if (a.timeout_s > 0) o.run_timeout = seconds_option(a.timeout_s, "--timeout");
   const std::size_t local_agents = agents_on_this_machine(a.local, a.testbed, ranks);
-  const RunPlacement where{.scale = scale, .local_agents = local_agents, .cores = std::thread::hardware_concurrency()};
+  const RunPlacement where{.scale = scale, .local_agents = local_agents, .cores = usable_cores()};
   // Agents that share this machine's cores start one after the other.
   o.join_timeout = seconds_option(a.join_timeout_s, "--join-timeout") * static_cast<Nanos>(crowding_factor(where));
   o.settings = make_run_settings(p, a.replay, where);

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -300,13 +301,36 @@ TEST(ParallelFor, TheLowestFailureIsRethrownAndNoPieceBegunAfterIt) {
 }
 
 TEST(ParallelFor, ThreadsForCoresPiecesAndMemory) {
-  const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+  const unsigned cores = usable_cores();
   EXPECT_EQ(threads_for(1000, 0, 0), cores);  // no memory said: one per core
   EXPECT_EQ(threads_for(1, 0, 0), 1U);  // no more than the pieces
   EXPECT_EQ(threads_for(0, 0, 0), 1U);
   EXPECT_EQ(threads_for(1000, 1 << 20, 0), 1U);  // no memory beside the first
   EXPECT_EQ(threads_for(1000, 1 << 20, (1 << 20) + 1), std::min(cores, 2U));  // room for one more
   EXPECT_EQ(threads_for(1000, 1 << 20, std::size_t{1} << 40), cores);
+}
+
+// A process restricted to some cores (taskset, a container's cpuset) counts
+// those, as the processes it starts will: hardware_concurrency() counts every
+// core online. sched_setaffinity(0) restricts the calling thread only.
+TEST(UsableCores, CountTheAffinityMaskNotTheCoresOnline) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  EXPECT_EQ(usable_cores(), static_cast<unsigned>(CPU_COUNT(&mine)));
+  int first = 0;
+  while (!CPU_ISSET(first, &mine)) ++first;
+  unsigned on_one = 0, threads = 0;
+  std::thread([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (::sched_setaffinity(0, sizeof one, &one) != 0) return;
+    on_one = usable_cores();
+    threads = threads_for(1000, 0, 0);
+  }).join();
+  EXPECT_EQ(on_one, 1U);
+  EXPECT_EQ(threads, 1U);  // one per core it may use
 }
 
 // The kernel's own answers on a real socket: reno is built into every Linux, a

@@ -1,5 +1,8 @@
 #include "tensorwire/util/parallel.hpp"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -9,9 +12,19 @@
 
 namespace tw {
 
+unsigned usable_cores() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) {
+    return static_cast<unsigned>(CPU_COUNT(&allowed));
+  }
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<unsigned>(online) : 1;
+}
+
 void parallel_for(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& work) {
   if (n == 0) return;
-  if (threads == 0) threads = std::max(1U, std::thread::hardware_concurrency());
+  if (threads == 0) threads = usable_cores();
   const std::size_t helpers = std::min<std::size_t>(threads, n) - 1;
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
@@ -46,7 +59,7 @@ void parallel_for(std::size_t n, unsigned threads, const std::function<void(std:
 }
 
 unsigned threads_for(std::size_t n, std::size_t bytes_each, std::size_t budget) {
-  const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
+  const std::size_t cores = usable_cores();
   std::size_t t = std::min(cores, std::max<std::size_t>(n, 1));
   if (bytes_each > 0) t = std::min(t, 1 + budget / bytes_each);
   return static_cast<unsigned>(std::max<std::size_t>(t, 1));

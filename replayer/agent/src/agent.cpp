@@ -54,6 +54,7 @@
 #include "tensorwire/net/admission.hpp"
 #include "tensorwire/net/listener.hpp"
 #include "tensorwire/net/task.hpp"
+#include "tensorwire/util/parallel.hpp"
 #include "tensorwire/util/tcp_congestion.hpp"
 
 namespace tw {
@@ -867,16 +868,6 @@ std::uint64_t flows_driven(const Profile& profile, RankId rank) {
   return flows;
 }
 
-// The cores this process may run on (its affinity mask, as taskset or a
-// container's cpuset leave it).
-std::uint64_t usable_cores() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) return static_cast<std::uint64_t>(CPU_COUNT(&allowed));
-  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return online > 0 ? static_cast<std::uint64_t>(online) : 1;
-}
-
 // Every flow of the rank is a socket, every I/O thread a reactor (epoll, its
 // timer and its wake-up descriptors); the listener, the control link, the
 // output files and the standard streams fit in the reserve. Raised to what the hard limit allows; beyond it, a clear error
@@ -916,7 +907,7 @@ void run_agent(const Profile& profile, AgentConfig& config) {
   if (config.machine_agents == 0) config.machine_agents = static_cast<std::uint32_t>(ranks_on_host(config.roster, config.rank));
   if (config.io_threads == 0) {
     const std::uint64_t sharing = config.machine_agents;
-    const std::uint64_t flows = flows_driven(profile, config.rank), cores = usable_cores();
+    const std::uint64_t flows = flows_driven(profile, config.rank), cores = tw::usable_cores();
     config.io_threads = automatic_io_threads(flows, cores, sharing);
     if (!config.quiet) {
       std::fprintf(stderr, "tensorwire agent %u: %u I/O thread%s (%llu flows; %llu cores, %llu agent%s on this machine)\n", config.rank,

@@ -7,6 +7,12 @@
 
 namespace tw {
 
+// The cores this process may run on: its affinity mask, as taskset or a
+// container's cpuset leave it (std::thread::hardware_concurrency() counts every
+// core online), else the cores online; at least 1. Processes it starts inherit
+// the mask, so a controller and its local agents count alike.
+unsigned usable_cores();
+
 // Calls work(i) for every i in [0, n), on up to `threads` threads (the
 // caller's among them; 0: one per core), each taking the next i as it
 // finishes the one before. Returns once every call has returned. When calls

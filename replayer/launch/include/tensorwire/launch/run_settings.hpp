@@ -40,7 +40,7 @@ struct ReplayOptions {
 struct RunPlacement {
   TimeScale scale = TimeScale(1);  // the profile replayed is stretched by it
   std::size_t local_agents = 0;  // agents sharing this machine's cores; 0: not local
-  unsigned cores = 1;            // this machine's (std::thread::hardware_concurrency())
+  unsigned cores = 1;            // this machine's that the run may use (usable_cores())
 };
 
 // How many of a run's agents share this machine's cores: all of --local N's, and
