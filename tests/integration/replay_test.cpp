@@ -1080,6 +1080,45 @@ TEST(Replay, AWrongTokenIsRefused) {
   wait_for(c, std::chrono::seconds(10));
 }
 
+// A flow is accepted once. Two hellos for it whose tokens arrive together were
+// both answered yes, and the second connection replaced the first, losing what
+// was sent on it: the hello that checks out now claims the flow before the
+// answer goes out.
+TEST(Replay, TwoHellosForOneFlowAreNotBothAccepted) {
+  TempDir dir;
+  Pair pair(dir.path());
+  const std::string profile = kSource + "/traffic_profiles/mlp-ring-2.yaml";
+  const Profile p = load(profile);
+  ChildProcess a = pair.start(0, profile, {"--connect-timeout", "3"});
+  const std::string hello = frame::encode_hello({p.flow_by_id.at("r1-r0"), 1, frame::profile_digest(p), "secret-token"});
+  std::array<UniqueFd, 2> fds{dial_loopback(pair.roster().ranks[0].port), dial_loopback(pair.roster().ranks[0].port)};
+  // The fixed part on both, then both tokens at once: the two handshakes are
+  // checked in the same turn of the agent's loop.
+  for (const UniqueFd& fd : fds) {
+    ASSERT_TRUE(fd);
+    ASSERT_EQ(::write(fd.get(), hello.data(), frame::kHelloFixedSize), static_cast<ssize_t>(frame::kHelloFixedSize));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (const UniqueFd& fd : fds) {
+    const std::size_t rest = hello.size() - frame::kHelloFixedSize;
+    ASSERT_EQ(::write(fd.get(), hello.data() + frame::kHelloFixedSize, rest), static_cast<ssize_t>(rest));
+  }
+  std::vector<frame::AcceptStatus> answers;
+  for (const UniqueFd& fd : fds) {
+    std::array<std::byte, frame::kAcceptSize> reply{};
+    ASSERT_EQ(::read(fd.get(), reply.data(), reply.size()), static_cast<ssize_t>(reply.size()));
+    const auto status = frame::decode_accept(reply);
+    ASSERT_TRUE(status);
+    answers.push_back(*status);
+  }
+  std::sort(answers.begin(), answers.end());
+  EXPECT_EQ(answers, (std::vector<frame::AcceptStatus>{frame::AcceptStatus::ok, frame::AcceptStatus::duplicate}));
+  // Rank 1 never dials: the agent ends at its connect timeout, with an error.
+  const int st = wait_for(a, std::chrono::seconds(10));
+  ASSERT_NE(st, -1);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+}
+
 TEST(Replay, AConnectThatNeverSucceedsTimesOut) {
   TempDir dir;
   Pair pair(dir.path());

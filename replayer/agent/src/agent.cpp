@@ -505,8 +505,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   asio::awaitable<void> handshake_in(tcp::socket sock, net::Admission::Ticket ticket) {
     const Listed listed(pending_, sock);
     const std::string peer = peer_text(sock);
-    const auto flow = co_await connector_.answer(
-        sock, [this](FlowIndex f) { return incoming(f).connected(); }, [&ticket] { ticket.release(); });
+    const auto flow = co_await connector_.answer(sock, [&ticket] { ticket.release(); });
     ticket.release();
     if (!flow || !error_.empty()) co_return;
     note_congestion(sock);

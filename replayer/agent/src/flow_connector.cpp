@@ -56,7 +56,14 @@ std::string flow_text(const Profile& p, FlowIndex f) {
 
 FlowConnector::FlowConnector(const Profile& profile, const IndexMap& flows, const Roster& roster, RankId rank, std::uint64_t digest,
                              Log log, std::string congestion)
-    : p_(profile), flows_(flows), roster_(roster), rank_(rank), digest_(digest), log_(std::move(log)), congestion_(std::move(congestion)) {}
+    : p_(profile),
+      flows_(flows),
+      roster_(roster),
+      rank_(rank),
+      digest_(digest),
+      log_(std::move(log)),
+      congestion_(std::move(congestion)),
+      claimed_(profile.flows.size(), 0) {}
 
 std::string FlowConnector::flow_text(FlowIndex f) const { return tw::flow_text(p_, f); }
 
@@ -135,8 +142,7 @@ void FlowConnector::rejected(const std::string& peer, const std::string& why) {
   }
 }
 
-asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& sock, const std::function<bool(FlowIndex)>& taken,
-                                                                const std::function<void()>& accepted) {
+asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& sock, const std::function<void()>& accepted) {
   const std::string peer = peer_text(sock);
   std::array<std::byte, frame::kHelloFixedSize> fixed{};
   const Nanos hello_by = mono_now() + kHelloTimeout;  // for the hello and its token together
@@ -163,17 +169,23 @@ asio::awaitable<std::optional<FlowIndex>> FlowConnector::answer(tcp::socket& soc
     status = frame::AcceptStatus::bad_flow;
   } else if (h.profile_digest != digest_) {
     status = frame::AcceptStatus::bad_profile;
-  } else if (taken(*flow)) {
+  } else if (claimed_[*flow] != 0) {
     status = frame::AcceptStatus::duplicate;
   }
-  if (status == frame::AcceptStatus::ok && accepted) accepted();
+  if (status == frame::AcceptStatus::ok) {
+    claimed_[*flow] = 1;  // before the answer's write, which yields to other hellos
+    if (accepted) accepted();
+  }
   const auto reply = frame::encode_accept(status);
   ec = co_await within(sock, kWriteTimeout, [&] { return asio::async_write(sock, asio::buffer(reply), asio::as_tuple(asio::use_awaitable)); });
   if (status != frame::AcceptStatus::ok) {
     rejected(peer, frame::accept_status_text(status));
     co_return std::nullopt;
   }
-  if (ec) co_return std::nullopt;
+  if (ec) {
+    claimed_[*flow] = 0;  // the peer was not told: its next try may have the flow
+    co_return std::nullopt;
+  }
   sock.set_option(tcp::no_delay(true), ec);
   if (!congestion_.empty() && congestion_control(sock.native_handle()) != congestion_) {
     // What matters is the sender's; the receiving side's only sends acknowledgements.

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tensorwire/core/profile.hpp"
 #include "tensorwire/core/profile_slice.hpp"
@@ -38,12 +39,15 @@ class FlowConnector {
 
   // Answers a connection dialled in: reads its Hello, answers Accept. Returns the
   // flow when accepted, nullopt when refused or when the peer stalls or leaves.
-  // `taken(flow)`: that flow is already connected. `accepted()` is called once
-  // the hello checks out, before the answer goes out: from then on the peer
-  // takes the flow as connected, so nothing may close the socket to make room
-  // for another (a stranger's flood: Admission). Throws nothing expected.
+  // A flow is accepted once: the hello that checks out claims it before the
+  // answer goes out (two hellos for one flow answered at once would both be
+  // told yes, and the second connection would replace the first), and a claim
+  // whose answer could not be written is given back for the peer's next try.
+  // `accepted()` is called once the hello checks out, before the answer goes
+  // out: from then on the peer takes the flow as connected, so nothing may close
+  // the socket to make room for another (a stranger's flood: Admission). Throws
+  // nothing expected.
   boost::asio::awaitable<std::optional<FlowIndex>> answer(boost::asio::ip::tcp::socket& sock,
-                                                          const std::function<bool(FlowIndex)>& taken,
                                                           const std::function<void()>& accepted = {});
 
  private:
@@ -61,6 +65,7 @@ class FlowConnector {
   // the log a line per connection.
   std::uint64_t rejected_ = 0;
   void rejected(const std::string& peer, const std::string& why);
+  std::vector<char> claimed_;  // per flow of the profile: a connection was accepted for it
 };
 
 // "flow ID (rank S -> rank D)", as errors name a flow.
