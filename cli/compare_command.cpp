@@ -47,9 +47,7 @@ int compare_command(const CompareArgs& a) {
   // A failed run is no replay of the original, whatever records it left: held
   // against it, its timings passed for a result (exit 0, the failure unsaid).
   if (fs::is_directory(a.replay)) {
-    const nlohmann::json run = run_dir::read_run(a.replay);
-    const std::string failure = run.is_object() ? json_string(run, "error", run_dir::run_file(a.replay), "") : "";
-    if (!failure.empty()) {
+    if (const std::string failure = run_failure(a.replay); !failure.empty()) {
       throw std::runtime_error(a.replay + ": the run failed (" + failure +
                                "): nothing to compare; `tensorwire results rates` and `tensorwire view` show what its ranks measured");
     }

@@ -132,6 +132,14 @@ assert all(e["drift_ns"] == 0 for e in c["drifted_edges"])' || return 1
     $PY -c 'import json; j = json.load(open("r4f/run.json")); j["error"] = "rank 1: the agent disconnected"; json.dump(j, open("r4f/run.json", "w"))'
   ! "$TW" compare "$SRC/traffic_profiles/resnet50-ring-4.yaml" r4f 2> failed.txt &&
     grep -q 'r4f: the run failed (rank 1: the agent disconnected): nothing to compare' failed.txt || { cat failed.txt; return 1; }
+  # So is one without run.json (replay --local, agents by hand) whose summaries say
+  # a rank did not finish; rates and analyze say it failed.
+  rm -rf r4h && cp -r r4 r4h && rm r4h/run.json &&
+    $PY -c 'import json; j = json.load(open("r4h/rank-1.json")); j["finished"] = False; j["error"] = "no progress for 1.000 s"; json.dump(j, open("r4h/rank-1.json", "w"))'
+  ! "$TW" compare "$SRC/traffic_profiles/resnet50-ring-4.yaml" r4h 2> failed.txt &&
+    grep -q 'r4h: the run failed (rank 1 did not finish: no progress for 1.000 s): nothing to compare' failed.txt || { cat failed.txt; return 1; }
+  "$TW" results rates r4h | grep -q 'the run failed (rank 1 did not finish: no progress' || return 1
+  "$TW" analyze r4h --json | $PY -c 'import json, sys; s = json.load(sys.stdin)["source"]; assert "the run failed: rank 1 did not finish" in s, s' || return 1
   # A different profile is refused.
   ! "$TW" compare mlp8.yaml r4 2> other.txt && grep -q 'does not replay the same profile' other.txt
 }

@@ -137,7 +137,7 @@ DiagnosisInput diagnosis_input(const std::vector<std::string>& paths, double lin
     in.measured = std::move(run.timeline);
     in.source = "run " + paths[0];
     // A failed run is analysed for what its records hold, and says so.
-    if (const std::string why = json_string(run_dir::read_run(paths[0]), "error", run_dir::run_file(paths[0]), ""); !why.empty()) {
+    if (const std::string why = run_failure(paths[0]); !why.empty()) {
       in.source += " (the run failed: " + why + ")";
     }
     in.hosts = run_hosts(paths[0], in.profile.ranks.size());

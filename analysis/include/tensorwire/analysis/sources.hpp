@@ -22,18 +22,24 @@ std::string run_profile_path(const std::string& dir);
 // summary naming /etc/shadow made every reader print its lines).
 Profile load_run_profile(const std::string& dir);
 
+// What failed the run in `dir`: run.json's error, else, for the runs that write
+// no run.json (`replay --local`, agents started by hand), the lowest rank whose
+// summary says it did not finish, with its error ("rank R did not finish: ...").
+// Empty when nothing failed. Throws std::runtime_error naming a malformed file.
+std::string run_failure(const std::string& dir);
+
 // Every rank's records in a run directory, indexed by rank. Throws
 // std::runtime_error naming the rank whose records are missing or unreadable.
 std::vector<std::vector<Record>> load_run_records(const std::string& dir, const Profile& profile);
 
 // A run that failed keeps what its surviving agents sent. Every rank's records,
-// as load_run_records, except that in a run whose run.json records its failure
+// as load_run_records, except that in a run that failed (run_failure)
 // a rank without a records file (its agent died before its upload) gets none
 // and is named in `missing`.
 struct KeptRecords {
   std::vector<std::vector<Record>> ranks;  // indexed by rank
   std::vector<RankId> missing;
-  std::string failure;  // run.json's error; empty: the run did not fail
+  std::string failure;  // run_failure(); empty: the run did not fail
 };
 KeptRecords load_kept_run_records(const std::string& dir, const Profile& profile);
 
