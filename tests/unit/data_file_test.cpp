@@ -193,6 +193,8 @@ std::vector<Record> one_iteration() {
   s.op = 1;
   s.bytes = 1000;
   IterationRecord it;
+  it.start = 1'000'000;
+  it.end = 2'000'000;
   return {c, s, it};
 }
 
@@ -227,6 +229,13 @@ TEST(Records, RecordsThatDoNotFitTheProfileOrTheFileAreRefused) {
   EXPECT_EQ(changed([](std::vector<Record>& x) { x[2].update<IterationRecord>([](IterationRecord& y) { y.start = -1'799'999'973'566'069'133; }); }),
             "record 2: start -1799999973566069133 is no time");
   EXPECT_EQ(changed(send([](SendRecord& y) { y.ready = std::int64_t{1} << 62; })), "record 1: ready 4611686018427387904 is no time");
+  // -1 says a time was not measured; an iteration's record always has both.
+  EXPECT_EQ(changed([](std::vector<Record>& x) { x[2].update<IterationRecord>([](IterationRecord& y) { y.start = -1; }); }),
+            "record 2: an iteration without its start or end time");
+  EXPECT_EQ(changed([](std::vector<Record>& x) { x[2].update<IterationRecord>([](IterationRecord& y) { y.end = -1; }); }),
+            "record 2: an iteration without its start or end time");
+  EXPECT_EQ(changed([](std::vector<Record>& x) { x[2].update<IterationRecord>([](IterationRecord& y) { y.end = 999'000; }); }),
+            "record 2: an iteration that ends 1000 ns before it starts");
 }
 
 // Output keeps dump(indent)'s layout but for arrays of scalars, a line each, and
