@@ -722,6 +722,9 @@ class Pair {
   }
   const Roster& roster() const { return roster_; }
   int listen_fd(int rank) const { return fds_[rank].get(); }
+  void close_listeners() {
+    for (UniqueFd& fd : fds_) fd.reset();
+  }
 
  private:
   std::string dir_;
@@ -1078,6 +1081,63 @@ TEST(Replay, AWrongTokenIsRefused) {
   EXPECT_EQ(frame::decode_accept(reply), frame::AcceptStatus::bad_token);
   fd.reset();
   wait_for(c, std::chrono::seconds(10));
+}
+
+// The inodes of the TCP sockets in state `state` (hex, as /proc/net/tcp gives it:
+// 0A listening, 01 established).
+std::set<std::string> tcp_inodes(const std::string& state) {
+  std::set<std::string> out;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string sl, local, remote, st, queues, timer, retr, uid, timeout, inode;
+      if (f >> sl >> local >> remote >> st >> queues >> timer >> retr >> uid >> timeout >> inode && st == state) out.insert(inode);
+    }
+  }
+  return out;
+}
+
+// How many of process `pid`'s descriptors are TCP sockets in `state`.
+std::size_t sockets_of(pid_t pid, const std::string& state) {
+  const std::set<std::string> inodes = tcp_inodes(state);
+  std::size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code lec;
+    const std::string target = std::filesystem::read_symlink(e.path(), lec).string();
+    if (target.starts_with("socket:[") && inodes.contains(target.substr(8, target.size() - 9))) ++n;
+  }
+  return n;
+}
+
+// Nothing listens on more than it needs: an agent with no flow to accept closes
+// the listener it was handed, which took connections into its backlog for the
+// whole run, never answered.
+TEST(Replay, AnAgentThatAcceptsNoFlowListensOnNothing) {
+  TempDir dir;
+  Pair pair(dir.path());
+  const std::string profile = dir.path() + "/oneway.yaml";
+  std::ofstream(profile) << "version: 1\niterations: 1000\nranks: [{id: 0}, {id: 1}]\nflows: [{id: f, src: 0, dst: 1}]\nops:\n"
+                            "  - {id: c, type: compute, rank: 0, duration: 10ms}\n"
+                            "  - {id: s, type: send, flow: f, bytes: 4096, after: [c]}\n";
+  ChildProcess a = pair.start(0, profile);
+  ChildProcess b = pair.start(1, profile);
+  // The agents hold the listeners now: as `replay --local` does, this process
+  // keeps no copy.
+  pair.close_listeners();
+  bool connected = false;
+  std::size_t listening = 1;
+  for (int i = 0; i < 500 && listening > 0; ++i) {  // 10 s of run: time to connect under a sanitizer
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (sockets_of(a.pid(), "01") > 0) connected = true, listening = sockets_of(a.pid(), "0A");  // while its flow is up
+  }
+  EXPECT_TRUE(connected) << "rank 0 never connected its flow";
+  EXPECT_EQ(listening, 0U) << "rank 0, which accepts no flow, still listens";
+  a.stop(2000);
+  b.stop(2000);
 }
 
 // A flow is accepted once. Two hellos for it whose tokens arrive together were

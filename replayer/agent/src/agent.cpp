@@ -473,7 +473,13 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   // ---- setup -----------------------------------------------------------------
 
   void open_listener() {
-    if (in_.empty()) return;  // nothing to accept: listen on nothing (an inherited socket closes with listen_fd_)
+    if (in_.empty()) {
+      // Nothing to accept: listen on nothing. A listener handed over (by the
+      // controller's link or `replay --local`) would otherwise take connections
+      // into its backlog for the whole run, never answered nor closed.
+      listen_fd_.reset();
+      return;
+    }
     if (listen_fd_) {
       acceptor_.emplace(net::adopt_listener(ctx_, std::move(listen_fd_), who()));
     } else {
