@@ -248,6 +248,34 @@ token_and_api() {
   # Prometheus' own linter (Debian's prometheus package, scripts/install-deps.sh).
   promtool check metrics < metrics.txt || { echo "promtool check metrics:"; cat metrics.txt; return 1; }
   [ "$($PY feed.py $p $tok)" = status ] || return 1
+  # Connections to /agent that leave before their hello are forgotten and logged a
+  # few lines in all: a token holder's loop of them grew the controller by about
+  # 4 KB and a line each.
+  $PY - $p $tok $ctl <<'PY' || return 1
+import base64, os, socket, sys
+port, token, pid = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def rss_kb():
+    return int(next(l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")).split()[1])
+def upgrade_and_leave():
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET /agent HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nUpgrade: websocket\r\n"
+               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        got = s.recv(4096)
+        assert got, "closed before the upgrade"
+        buf += got
+    assert b" 101 " in buf.split(b"\r\n")[0], buf
+    s.close()
+for _ in range(300):
+    upgrade_and_leave()
+before = rss_kb()
+for _ in range(3000):
+    upgrade_and_leave()
+grown = rss_kb() - before
+assert grown < 6000, f"the controller grew by {grown} KB over 3000 connections that left before their hello"
+PY
   TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet &
   local a1=$!
   "$TW" agent --controller 127.0.0.1:$p --token $tok --quiet || return 1
@@ -257,6 +285,7 @@ token_and_api() {
   grep -q 'rejected a request from 127.0.0.1:[0-9]* to /api/runs: wrong or missing token (10 so far)' rt.err || { cat rt.err; return 1; }
   [ "$(grep -c 'rejected a ' rt.err)" -le 3 ] || { echo "one line per stranger:"; grep -c 'rejected a ' rt.err; return 1; }
   grep -q 'rejected 32 request(s) or connection(s) in all' rt.err || { cat rt.err; return 1; }
+  [ "$(grep -c 'left before its hello' rt.err)" -le 4 ] || { echo "one line per connection that left:"; grep -c 'left before its hello' rt.err; return 1; }
   grep -q '20 iterations: median' rt.txt
 }
 check "a wrong token is refused and logged; /api/runs, /metrics, /api/feed need the token" token_and_api

@@ -199,6 +199,11 @@ class RunLifecycle final : public Session::Handler {
     auto s = std::make_shared<Session>(std::move(ws), std::move(peer), o_.heartbeat);
     sessions_.push_back(s);
     co_await s->run_agent(*this, [] { return realtime_ns(); });
+    // One that never became an agent of the run (it left before its hello, or
+    // was turned away) is forgotten: a token holder's loop of them grew the
+    // controller by 4 KB each. (What iterates the sessions across a yield holds
+    // a copy.)
+    if (!s->state.hello && !s->state.rank) std::erase(sessions_, s);
   }
 
   asio::awaitable<void> feed(WebSocket ws, std::string peer) {
@@ -289,7 +294,12 @@ class RunLifecycle final : public Session::Handler {
     // A slot is an agent's once it said hello: whatever connects to /agent with
     // the token and leaves before that (or was turned away) is no agent of the run.
     if (!a.hello && !a.rank) {
-      if (!a.turned_away) line_.log("ignored " + a.who() + " on /agent: it left before its hello" + (why.empty() ? std::string() : " (" + why + ")"));
+      // A line for the 1st, 10th, 100th, ...: with the token, a loop of them grew
+      // the log a line each.
+      if (!a.turned_away && net::log_refusal(++left_before_hello_)) {
+        line_.log("ignored " + a.who() + " on /agent: it left before its hello" + (why.empty() ? std::string() : " (" + why + ")") + " (" +
+                  std::to_string(left_before_hello_) + " so far)");
+      }
       notifier_.notify();
       return;
     }
@@ -316,7 +326,7 @@ class RunLifecycle final : public Session::Handler {
       const std::string why = "the agent speaks control protocol version " + std::to_string(m.version) + ", this controller " +
                               std::to_string(kControlVersion) + " (the same tensorwire release on every host)";
       s.send(control::Stop{why});
-      line_.log("turned away " + a.who() + ": " + why);
+      if (net::log_refusal(++turned_away_version_)) line_.log("turned away " + a.who() + ": " + why + " (" + std::to_string(turned_away_version_) + " so far)");
       a.turned_away = true;
       return;
     }
@@ -336,7 +346,9 @@ class RunLifecycle final : public Session::Handler {
     }
     if (assigned_ || joined() > p_.ranks.size()) {
       s.send(control::Stop{"this run has all its agents"});
-      line_.log("turned away " + a.who() + ": the run has all its agents");
+      if (net::log_refusal(++turned_away_full_)) {
+        line_.log("turned away " + a.who() + ": the run has all its agents (" + std::to_string(turned_away_full_) + " so far)");
+      }
       a.hello = false;
       a.turned_away = true;
     }
@@ -851,6 +863,9 @@ class RunLifecycle final : public Session::Handler {
   const std::string data_token_ = random_token();  // what peers present on data flows
   std::string address_;
   std::vector<std::shared_ptr<Session>> sessions_;
+  std::uint64_t left_before_hello_ = 0;  // connections to /agent that left before their hello
+  std::uint64_t turned_away_full_ = 0;  // agents turned away because the run had all its agents
+  std::uint64_t turned_away_version_ = 0;  // ... because they speak another control protocol version
   std::vector<std::shared_ptr<Session>> feeds_;
   std::vector<std::uint64_t> flow_bytes_;
   std::optional<Failure> failure_;
