@@ -645,6 +645,25 @@ late_agent() {
 }
 check "an agent or a feed whose request ends after the run is told so, and not waited for" late_agent
 
+empty_upload() {
+  # An agent that says its run went well and its results are uploaded, and sends
+  # no file: the run fails, naming it, where it was written done.
+  local p tok=t7
+  take_port
+  p=$next_port
+  printf 'version: 1\niterations: 5\nranks: [{id: 0}, {id: 1}]\nflows: []\nops:\n  - {id: c0, type: compute, rank: 0, duration: 1ms}\n  - {id: c1, type: compute, rank: 1, duration: 1ms}\n' > noflow.yaml
+  TW_TOKEN=$tok "$TW" run noflow.yaml --expect 2 --listen 127.0.0.1:$p --out reu --quiet > /dev/null 2> reu.err &
+  local ctl=$!
+  TW_TOKEN=$tok $PY "$SRC/tests/integration/empty_upload.py" $p 0 20 > eu.txt &
+  local fake=$!
+  TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet || { cat reu.err; return 1; }
+  wait $fake || { cat eu.txt reu.err; return 1; }
+  ! wait $ctl || { echo "the run succeeded"; cat reu.err; return 1; }
+  grep -q 'rank 0 (empty-upload, .*): said its results were uploaded, but sent no rank-0.json' reu.err || { cat reu.err; return 1; }
+  $PY -c 'import json; j = json.load(open("reu/run.json")); assert j["state"] == "failed" and "sent no rank-0.json" in j["error"], j'
+}
+check "an agent that says it uploaded and sent no file fails the run" empty_upload
+
 ssh_launcher() {
   [ "$(id -u)" = 0 ] || { echo "needs root for sshd"; return 1; }
   take_port

@@ -694,6 +694,16 @@ class RunLifecycle final : public Session::Handler {
     state_ = failure_ ? RunState::failed : RunState::done;
     const Nanos t0 = realtime_ns();
     for (Session* s : ranked()) {
+      // An agent whose run went well and that said its results were uploaded sent
+      // both files: without one, the run is no result (it was written done, and
+      // only reading it found the rank's records missing).
+      if (s && s->state.done && s->state.ok && s->state.uploaded) {
+        for (const std::string& name : {run_dir::summary_name(*s->state.rank), run_dir::records_name(*s->state.rank)}) {
+          if (!s->results || std::find(s->results->files().begin(), s->results->files().end(), name) == s->results->files().end()) {
+            fail(3, s->state.who() + ": said its results were uploaded, but sent no " + name);
+          }
+        }
+      }
       if (!s || !s->results) continue;
       try {
         s->results->merge(s->clock, s->state.host, s->state.who());

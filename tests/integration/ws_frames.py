@@ -1,0 +1,50 @@
+# WebSocket frames as a client sends and reads them, for the test scripts that play
+# an agent or a feed by hand (late_agent.py, empty_upload.py).
+import os, socket, struct, sys, time
+
+
+def dial(port, deadline):
+    """A connection to 127.0.0.1:port, tried until time.monotonic() passes
+    `deadline` (the controller may not listen yet); exits the script then."""
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=1)
+        except OSError:
+            if time.monotonic() > deadline:
+                sys.exit("never reached the controller")
+            time.sleep(0.05)
+
+
+def frame(opcode, payload):
+    """One final frame, masked as a client's must be."""
+    mask = os.urandom(4)
+    n = len(payload)
+    size = bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n)
+    return bytes([0x80 | opcode]) + size + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+class Reader:
+    """Frames from a socket, `buf` holding what was read past the last one
+    (the bytes after the upgrade's response, to begin with)."""
+
+    def __init__(self, sock, buf=b""):
+        self.sock, self.buf = sock, buf
+
+    def read(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def next(self):
+        """(opcode, payload) of the next frame; EOFError when the peer closed."""
+        b0, b1 = self.read(2)
+        n = b1 & 0x7F
+        if n == 126:
+            n = struct.unpack(">H", self.read(2))[0]
+        elif n == 127:
+            n = struct.unpack(">Q", self.read(8))[0]
+        return b0 & 0x0F, self.read(n)
