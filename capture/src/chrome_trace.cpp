@@ -1,3 +1,4 @@
+#include "tensorwire/util/printable.hpp"
 #include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/capture/chrome_trace.hpp"
 
@@ -182,8 +183,9 @@ std::vector<ImportedOp> read_imported_ops(const std::string& dir) {
     }
     with_file(f.string(), [&] {
       for (const auto& x : j["ops"]) {
-        ops.push_back({x.value("pid", 0), x.value("thread", ""), x.value("name", ""), x.value("category", ""), x.value("begin_ns", Nanos{0}),
-                       x.value("end_ns", Nanos{0})});
+        // Names a profiler wrote, printed by trace show: control characters escaped.
+        ops.push_back({x.value("pid", 0), printable(x.value("thread", "")), printable(x.value("name", "")),
+                       printable(x.value("category", "")), x.value("begin_ns", Nanos{0}), x.value("end_ns", Nanos{0})});
       }
     });
   }

@@ -14,6 +14,7 @@
 #include "tensorwire/core/capture_dir.hpp"
 #include "tensorwire/core/binary_file.hpp"
 #include "tensorwire/core/trace.hpp"
+#include "tensorwire/util/printable.hpp"
 
 namespace tw {
 
@@ -83,17 +84,20 @@ ProcessTrace read_one(const fs::path& json_path, const TimeSpan& span) {
   with_file(json_path.string(), [&] {
   t.pid = j.value("pid", 0);
   t.ppid = j.value("ppid", 0);
-  t.host = j.value("host", "");
+  // What is printed of a process (trace show, the tables of profile build and
+  // analyze) is the job's own text: its control characters escaped, as a run
+  // directory's are (a cmdline could retitle or clear the reader's terminal).
+  t.host = printable(j.value("host", ""));
   t.final = j.value("final", false);
   t.events_written = j.value("events_written", std::uint64_t{0});
   t.events_dropped = j.value("events_dropped", std::uint64_t{0});
   t.untracked = j.value("untracked", std::uint64_t{0});
   t.wire = j.value("wire", "none");
   if (j.contains("cmdline") && j["cmdline"].is_array()) {
-    for (const auto& a : j["cmdline"]) t.cmdline.push_back(a.get<std::string>());
+    for (const auto& a : j["cmdline"]) t.cmdline.push_back(printable(a.get<std::string>()));
   }
   if (j.contains("env") && j["env"].is_object()) {
-    for (const auto& [k, v] : j["env"].items()) t.env[k] = v.get<std::string>();
+    for (const auto& [k, v] : j["env"].items()) t.env[printable(k)] = printable(v.get<std::string>());
   }
   });
   fs::path twt = json_path;
@@ -261,7 +265,7 @@ WireCapture session_wire(const std::string& dir, const std::string& file, const 
   const auto shifted = host != c.end() && host->is_string() ? shift_by_host.find(host->get<std::string>()) : shift_by_host.end();
   const Nanos shift = shifted == shift_by_host.end() ? 0 : shifted->second;
   w.mode = wire.value("mode", "off");
-  w.status = wire.value("error", "");
+  w.status = printable(wire.value("error", ""));
   w.dropped = wire.value("dropped", std::uint64_t{0});
   if (w.mode == "off") w.status = "no wire tap in this capture (--wire off)";
   if (!wire.contains("files") || !wire["files"].is_array()) {

@@ -8,13 +8,17 @@
 
 #include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile.hpp"
+#include "tensorwire/util/printable.hpp"
 
 namespace tw {
 
 std::string quote(std::string_view s) {
   constexpr std::size_t kShown = 60;
   std::string out = "'";
-  out += s.size() > kShown ? std::string(s.substr(0, kShown)) + "..." : std::string(s);
+  // What an error quotes was read from a file: control characters escaped (a NUL,
+  // an escape sequence for the terminal).
+  out += printable(s.size() > kShown ? s.substr(0, kShown) : s);
+  if (s.size() > kShown) out += "...";
   return out + "'";
 }
 

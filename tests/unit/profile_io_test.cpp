@@ -282,14 +282,15 @@ TEST(ProfileLoad, ReportsSidecarProblemsWithTheSidecarsLine) {
   const auto dir = std::filesystem::temp_directory_path() / ("tw-sidecar-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   {
-    std::ofstream(dir / "obs.csv") << "iteration,op,start_ns,end_ns\n0,c0,0,100\n0,nope,0,5\n9,c0,0,1\n0,c0,50,10\n";
+    // An unknown op's name quoted with its control characters escaped.
+    std::ofstream(dir / "obs.csv") << "iteration,op,start_ns,end_ns\n0,c0,0,100\n0,no\x1b[2Jpe,0,5\n9,c0,0,1\n0,c0,50,10\n";
   }
   const std::string text = std::string(kBase) + "observed:\n  ops_file: obs.csv\n";
   const ProfileLoad load = load_profile_text(text, "t.yaml", dir.string());
   std::string got;
   for (const auto& d : load.diagnostics) got += d.str() + "\n";
   const std::string csv = (dir / "obs.csv").string();
-  EXPECT_EQ(got, csv + ":3: unknown op 'nope'\n" + csv + ":4:1: iteration '9' is not a number from 0 to 1\n" + csv +
+  EXPECT_EQ(got, csv + ":3: unknown op 'no\\x1b[2Jpe'\n" + csv + ":4:1: iteration '9' is not a number from 0 to 1\n" + csv +
                      ":5: start_ns and end_ns must be nanoseconds with 0 <= start_ns <= end_ns <= 1 hour\n");
   std::filesystem::remove_all(dir);
 }

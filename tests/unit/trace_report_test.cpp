@@ -185,6 +185,25 @@ TEST(TraceReport, ATraceCutShortIsNotComplete) {
   }
 }
 
+// What a job wrote about itself is printed by trace show and the tables of
+// profile build: its control characters come out escaped, as a run directory's
+// strings do (a cmdline could retitle or clear the reader's terminal), and so
+// does a session's wire error.
+TEST(TraceReport, AJobsOwnTextIsPrintedEscaped) {
+  const TempDir d("tw-trace-escape-test");
+  const auto header = binary_file::encode_header(trace::kMagic, trace::kVersion, sizeof(trace::Event));
+  std::ofstream(d.path() + "/trace-42.twt", std::ios::binary).write(reinterpret_cast<const char*>(header.data()), header.size());
+  std::ofstream(d.path() + "/trace-42.json")
+      << R"({"pid": 42, "final": true, "host": "h\u001b]2;x\u0007", "cmdline": ["py\u001b[31mRED", "a\nb"], "env": {"RANK": "1\r"}})";
+  const std::vector<ProcessTrace> t = read_capture_dir(d.path());
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].host, "h\\x1b]2;x\\x07");
+  EXPECT_EQ(t[0].cmdline, (std::vector<std::string>{"py\\x1b[31mRED", "a\\x0ab"}));
+  EXPECT_EQ(t[0].rank_text(), "rank 1\\x0d");
+  std::ofstream(d.path() + "/capture-h-7.json") << R"({"wire": {"mode": "auto", "error": "no\u001b[2J permission"}})";
+  EXPECT_EQ(read_wire_capture(d.path()).status, "no\\x1b[2J permission");
+}
+
 // Event times a job's calls could have: with a session file, none more than an
 // hour before it started or an hour after they are read (a job's daemons outlive
 // the capture), and no call returning much before it was entered. A damaged event
