@@ -81,25 +81,33 @@ ProcessTrace read_one(const fs::path& json_path, const TimeSpan& span) {
   ProcessTrace t;
   const nlohmann::json j = read_json_file(json_path.string());
   if (!j.is_object()) throw std::runtime_error(json_path.string() + ": not a trace description");
-  with_file(json_path.string(), [&] {
-  t.pid = j.value("pid", 0);
-  t.ppid = j.value("ppid", 0);
+  // Each field checked by name: a wrong type said "type must be number, but is
+  // string", and not which field.
+  const std::string path = json_path.string();
+  t.pid = static_cast<int>(json_count(j, "pid", path, INT32_MAX));
+  t.ppid = static_cast<int>(json_count(j, "ppid", path, INT32_MAX));
   // What is printed of a process (trace show, the tables of profile build and
   // analyze) is the job's own text: its control characters escaped, as a run
   // directory's are (a cmdline could retitle or clear the reader's terminal).
-  t.host = printable(j.value("host", ""));
-  t.final = j.value("final", false);
-  t.events_written = j.value("events_written", std::uint64_t{0});
-  t.events_dropped = j.value("events_dropped", std::uint64_t{0});
-  t.untracked = j.value("untracked", std::uint64_t{0});
-  t.wire = j.value("wire", "none");
-  if (j.contains("cmdline") && j["cmdline"].is_array()) {
+  t.host = printable(json_string(j, "host", path));
+  t.final = json_bool(j, "final", path);
+  t.events_written = json_count(j, "events_written", path, UINT64_MAX);
+  t.events_dropped = json_count(j, "events_dropped", path, UINT64_MAX);
+  t.untracked = json_count(j, "untracked", path, UINT64_MAX);
+  t.wire = json_string(j, "wire", path, "none");
+  if (j.contains("cmdline")) {
+    if (!j["cmdline"].is_array() || !std::all_of(j["cmdline"].begin(), j["cmdline"].end(), [](const auto& a) { return a.is_string(); })) {
+      throw std::runtime_error(path + ": 'cmdline' must list strings");
+    }
     for (const auto& a : j["cmdline"]) t.cmdline.push_back(printable(a.get<std::string>()));
   }
-  if (j.contains("env") && j["env"].is_object()) {
-    for (const auto& [k, v] : j["env"].items()) t.env[printable(k)] = printable(v.get<std::string>());
+  if (j.contains("env")) {
+    if (!j["env"].is_object()) throw std::runtime_error(path + ": 'env' must map names to strings");
+    for (const auto& [k, v] : j["env"].items()) {
+      if (!v.is_string()) throw std::runtime_error(path + ": 'env' '" + printable(k) + "' must be a string");
+      t.env[printable(k)] = printable(v.get<std::string>());
+    }
   }
-  });
   fs::path twt = json_path;
   twt.replace_extension(".twt");
   t.file = twt.string();
@@ -197,9 +205,25 @@ ProcessTrace read_one(const fs::path& json_path, const TimeSpan& span) {
 std::vector<ProcessTrace> read_capture_dir(const std::string& dir) {
   if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": not a capture directory");
   std::vector<fs::path> files;
+  std::vector<fs::path> events;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
     if (capture_dir::is_description(name)) files.push_back(e.path());
+    if (name.starts_with(capture_dir::kTracePrefix) && name.ends_with(capture_dir::kEventsExtension)) events.push_back(e.path());
+  }
+  // A process's events without its description (lost, or not copied) were left
+  // out without a word. The shim writes the description right after the file's
+  // header, so one holding events and no description is damage, not a process
+  // that has just started.
+  for (const fs::path& twt : events) {
+    fs::path description = twt;
+    description.replace_extension(capture_dir::kDescriptionExtension);
+    std::error_code ec;
+    const auto size = fs::file_size(twt, ec);
+    if (!ec && size > binary_file::kHeaderSize && !fs::exists(description, ec)) {
+      throw std::runtime_error(twt.string() + ": holds events, but its description " + description.filename().string() +
+                               " is missing (copy it with the capture, or remove both)");
+    }
   }
   std::sort(files.begin(), files.end());
   std::vector<ProcessTrace> out;

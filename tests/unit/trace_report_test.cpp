@@ -181,8 +181,19 @@ TEST(TraceReport, ATraceCutShortIsNotComplete) {
     read_capture_dir(d.path());
     ADD_FAILURE() << "a pid that is a string";
   } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()), d.path() + "/trace-42.json: type must be number, but is string");
+    EXPECT_EQ(std::string(e.what()), d.path() + "/trace-42.json: 'pid' must be a whole number from 0 to 2147483647, not \"42\"");
   }
+  // Events whose description is missing are no process to leave out unsaid; a
+  // file of its header alone is a process that has only just started.
+  std::filesystem::remove(d.path() + "/trace-42.json");
+  try {
+    read_capture_dir(d.path());
+    ADD_FAILURE() << "events without their description";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), d.path() + "/trace-42.twt: holds events, but its description trace-42.json is missing (copy it with the capture, or remove both)");
+  }
+  std::filesystem::resize_file(d.path() + "/trace-42.twt", header.size());
+  EXPECT_TRUE(read_capture_dir(d.path()).empty());
 }
 
 // What a job wrote about itself is printed by trace show and the tables of
