@@ -90,13 +90,17 @@ nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes) 
   // parser found the file's end. tensorwire's own files nest a few levels.
   constexpr int kMaxDepth = 64;
   if (nests_deeper(text, kMaxDepth)) throw std::runtime_error(path + ": nesting deeper than " + std::to_string(kMaxDepth) + " levels");
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error(path + ": not valid JSON: " + json_error_text(e));
-  } catch (const std::exception& e) {
-    throw std::runtime_error(path + ": " + e.what());
-  }
+  return naming_file_on_oom(path, [&] {
+    try {
+      return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw std::runtime_error(path + ": not valid JSON: " + json_error_text(e));
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ": " + e.what());
+    }
+  });
 }
 
 std::string json_error_text(const nlohmann::json::exception& e) {

@@ -651,10 +651,16 @@ ProfileLoad load_profile_file(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return {std::nullopt, {{path, 0, 0, std::string("cannot open: ") + std::strerror(errno)}}};
-  Diagnostic syntax;
-  const auto doc = YamlDoc::parse(in, path, &syntax);
-  const std::string base = std::filesystem::path(path).parent_path().string();
-  return load_doc(doc, syntax, path, base.empty() ? "." : base);
+  try {
+    Diagnostic syntax;
+    const auto doc = YamlDoc::parse(in, path, &syntax);
+    const std::string base = std::filesystem::path(path).parent_path().string();
+    return load_doc(doc, syntax, path, base.empty() ? "." : base);
+  } catch (const std::bad_alloc&) {
+    // A YAML tree takes tens of times its text: a file within the size limit
+    // can ask for more than the machine has. Named, where it said only "out of memory".
+    return {std::nullopt, {{path, 0, 0, "out of memory reading it: it asks for more than this machine has"}}};
+  }
 }
 
 }  // namespace tw

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -13,29 +14,26 @@ namespace tw {
 
 std::vector<Record> read_records(const std::string& path) {
   if (const std::string bad = data_file_problem(path, limits::kMaxDataFile); !bad.empty()) throw std::runtime_error(path + ": " + bad);
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
   unsigned char header[binary_file::kHeaderSize];
-  const std::size_t n = std::fread(header, 1, sizeof header, f);
+  const std::size_t n = std::fread(header, 1, sizeof header, f.get());
   const std::string bad = binary_file::check_header(header, n, kRecordsMagic, "records file", kRecordsVersion, sizeof(Record));
-  if (!bad.empty()) {
-    std::fclose(f);
-    throw std::runtime_error(path + ": " + bad);
-  }
-  std::vector<Record> out;
-  Record r;
-  std::size_t got;
-  while ((got = std::fread(&r, 1, sizeof r, f)) == sizeof r) {
-    if (r.kind() < RecordKind::send || r.kind() > RecordKind::tcp_info) {
-      std::fclose(f);
-      throw std::runtime_error(path + ": record " + std::to_string(out.size()) + " is of unknown kind " +
-                               std::to_string(static_cast<int>(r.kind())));
+  if (!bad.empty()) throw std::runtime_error(path + ": " + bad);
+  return naming_file_on_oom(path, [&] {
+    std::vector<Record> out;
+    Record r;
+    std::size_t got;
+    while ((got = std::fread(&r, 1, sizeof r, f.get())) == sizeof r) {
+      if (r.kind() < RecordKind::send || r.kind() > RecordKind::tcp_info) {
+        throw std::runtime_error(path + ": record " + std::to_string(out.size()) + " is of unknown kind " +
+                                 std::to_string(static_cast<int>(r.kind())));
+      }
+      out.push_back(r);
     }
-    out.push_back(r);
-  }
-  std::fclose(f);
-  if (got != 0) throw std::runtime_error(path + ": truncated record at the end (" + std::to_string(out.size()) + " whole)");
-  return out;
+    if (got != 0) throw std::runtime_error(path + ": truncated record at the end (" + std::to_string(out.size()) + " whole)");
+    return out;
+  });
 }
 
 namespace {

@@ -228,7 +228,7 @@ std::vector<ProcessTrace> read_capture_dir(const std::string& dir) {
   std::sort(files.begin(), files.end());
   std::vector<ProcessTrace> out;
   const TimeSpan span = capture_span(dir);
-  for (const auto& f : files) out.push_back(read_one(f, span));
+  for (const auto& f : files) out.push_back(naming_file_on_oom(f.string(), [&] { return read_one(f, span); }));
   std::sort(out.begin(), out.end(), [](const ProcessTrace& a, const ProcessTrace& b) { return a.pid < b.pid; });
   return out;
 }

@@ -5,13 +5,18 @@
 #include "tensorwire/core/data_file.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "inline_profile.hpp"
 #include "tensorwire/core/json_value.hpp"
+#include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/records.hpp"
 #include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/util/temp_dir.hpp"
@@ -88,6 +93,60 @@ TEST(DataFile, JsonNestingIsBoundedOutsideStrings) {
   // A string left open is the parser's to report.
   std::ofstream(file) << R"({"a": "[[[[)";
   EXPECT_TRUE(thrown([&] { read_json_file(file); }).starts_with(file + ": not valid JSON: "));
+}
+
+// f() in a child process whose address space may grow by `more` bytes beyond
+// what it has: the child's exit status, 100 + the signal when it was killed.
+int with_memory_left(std::size_t more, const std::function<int()>& f) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::size_t pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    const rlimit r{static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) + more, RLIM_INFINITY};
+    if (::setrlimit(RLIMIT_AS, &r) != 0) ::_exit(99);
+    ::_exit(f());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+// A file within its size limit can ask for more memory than the machine has (a
+// YAML tree takes tens of times its text, a JSON array of small numbers 8 times):
+// the error names the file, where it said only "out of memory".
+TEST(DataFile, RunningOutOfMemoryNamesTheFile) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's allocator reports running out of memory itself";
+#else
+  const TempDir d("tw-oom-test");
+  const std::string json = d.path() + "/big.json", yaml = d.path() + "/big.yaml";
+  {
+    std::ofstream out(json);
+    out << "[";
+    for (int i = 0; i < 8'000'000; ++i) out << "1,";
+    out << "1]";
+  }
+  {
+    std::ofstream out(yaml);
+    out << "version: 1\nzzz: [";
+    for (int i = 0; i < 4'000'000; ++i) out << "1,";
+    out << "1]\n";
+  }
+  constexpr std::size_t kLeft = 48u << 20;  // each file is 16 MB or less, what it parses into more than 100 MB
+  EXPECT_EQ(with_memory_left(kLeft, [&] {
+              try {
+                read_json_file(json);
+                return 2;
+              } catch (const std::runtime_error& e) {
+                return std::string(e.what()) == json + ": out of memory reading it: it asks for more than this machine has" ? 0 : 1;
+              }
+            }), 0);
+  EXPECT_EQ(with_memory_left(kLeft, [&] {
+              const ProfileLoad load = load_profile_file(yaml);
+              if (load.ok()) return 2;
+              return load.diagnostics.size() == 1 && load.diagnostics[0].str() == yaml + ": out of memory reading it: it asks for more than this machine has" ? 0 : 1;
+            }), 0);
+#endif
 }
 
 TEST(DataFile, FieldsAreCheckedAndNameTheirFile) {

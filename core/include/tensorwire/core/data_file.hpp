@@ -10,6 +10,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -107,6 +108,19 @@ decltype(auto) with_file(const std::string& file, F&& f) {
     return f();
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(file + ": " + json_error_text(e));
+  }
+}
+
+// Runs f(); running out of memory on the way (a file whose counts or size ask
+// for more than this machine has) becomes std::runtime_error naming the file,
+// where it said only "out of memory". What f() had built is freed before the
+// message is.
+template <typename F>
+decltype(auto) naming_file_on_oom(const std::string& file, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    throw std::runtime_error(file + ": out of memory reading it: it asks for more than this machine has");
   }
 }
 
