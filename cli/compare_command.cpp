@@ -12,6 +12,7 @@
 #include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/run_dir.hpp"
 #include "tensorwire/profile/build.hpp"
+#include "tensorwire/util/printable.hpp"
 
 namespace tw::cli {
 namespace {
@@ -31,6 +32,17 @@ CompareResult compare_capture(const std::string& capture, const std::string& rep
   const LoadedRun run = load_run(replay_dir);
   BuildCommand cmd = parse_build_command(run.profile.metadata.generator);
   if (cmd.dirs.empty() || std::find(cmd.dirs.begin(), cmd.dirs.end(), capture) == cmd.dirs.end()) cmd.dirs = {capture};
+  // The other hosts' captures the profile was built from are read too, named by
+  // the run's profile: each must be a capture directory (the profile may be
+  // forged, and a directory it names that is none was read as one, the error not
+  // saying where the path came from).
+  for (const std::string& dir : cmd.dirs) {
+    if (dir != capture && !is_capture_dir(dir)) {
+      throw std::runtime_error(run_profile_path(replay_dir) + ": its generator names " + printable(dir) +
+                               " among the captures it was built from, which is no capture directory here (run compare where "
+                               "the profile was built, or compare with the profile: tensorwire compare PROFILE " + replay_dir + ")");
+    }
+  }
   const BuiltProfile b = build_profile(read_captures(cmd.dirs), cmd.options);
   bool same = b.profile.ops.size() == run.profile.ops.size();
   for (std::size_t i = 0; same && i < b.profile.ops.size(); ++i) same = b.profile.ops[i].id == run.profile.ops[i].id;

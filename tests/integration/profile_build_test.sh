@@ -233,6 +233,12 @@ bad_input() {
   [ ! -e x.yaml ] || return 1
   # compare with a capture the run did not replay.
   ! "$TW" compare zmq ps-run 2> e5 && grep -q 'did not replay a profile built from zmq' e5 || { cat e5; return 1; }
+  # A run whose profile names, beside the capture, a directory that is none: not
+  # read as a capture, and the error says where the path came from.
+  rm -rf forged-gen && cp -r ps-run forged-gen &&
+    sed -i 's|tensorwire profile build ps |tensorwire profile build ps /etc |' forged-gen/profile.yaml && grep -q 'build ps /etc ' forged-gen/profile.yaml || return 1
+  ! "$TW" compare ps forged-gen 2> e6 && [ "$(wc -l < e6)" = 1 ] &&
+    grep -q 'forged-gen/profile.yaml: its generator names /etc among the captures it was built from, which is no capture directory here' e6 || { cat e6; return 1; }
 }
 check "bad input: an empty or foreign directory, a damaged trace, a capture the run did not replay" bad_input
 
