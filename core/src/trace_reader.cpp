@@ -30,22 +30,11 @@ std::string ProcessTrace::rank_text() const {
 
 namespace {
 
-// When the events of a capture directory can have happened: no earlier than an
-// hour before its first session started, and no later than an hour after they are
-// read (a job's daemons outlive the capture and keep writing; a realtime clock
-// steps). A session file that is not yet written (a capture sharing the
-// directory claims its file first), or that does not say when it started, bounds
-// nothing here; the wire reader reports what is wrong with it. Without a session,
-// any time from 0. A damaged event (entered at 0, returned at INT64_MAX) made
-// every duration and rate of the capture nonsense.
-struct TimeSpan {
-  std::int64_t lo = 0;
-  std::int64_t hi = std::numeric_limits<std::int64_t>::max();
-  std::string what = "at or after 0";
-  bool holds(std::int64_t t) const { return t >= lo && t <= hi; }
-};
-
+// A realtime clock steps (NTP, a leap second), and a job's daemons outlive the
+// capture: how far events may lie outside it.
 constexpr std::int64_t kClockSlack = 3600LL * 1'000'000'000LL;
+
+}  // namespace
 
 TimeSpan capture_span(const std::string& dir) {
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
@@ -70,6 +59,8 @@ TimeSpan capture_span(const std::string& dir) {
   s.what = "from an hour before the capture started to an hour from now";
   return s;
 }
+
+namespace {
 
 std::string event_at(const ProcessTrace& t) { return t.file + ": event " + std::to_string(t.event_count() + 1); }
 
@@ -266,18 +257,19 @@ std::vector<std::string> listed_wire_files(const std::string& dir, const std::ve
 namespace {
 
 WireCapture session_wire(const std::string& dir, const std::string& file, const nlohmann::json& c, std::uint32_t& files,
-                         wire::WireIndex& index, const std::map<std::string, Nanos>& shift_by_host);
+                         wire::WireIndex& index, const std::map<std::string, Nanos>& shift_by_host, const TimeSpan& span);
 
-// One session file's wire block; its pcap files, numbered on from `files`, go into `index`.
+// One session file's wire block; its pcap files, numbered on from `files`, go into
+// `index`, their frames within `span` (the directory's, on the host's own clock).
 WireCapture read_session_wire(const std::string& dir, const std::string& file, std::uint32_t& files, wire::WireIndex& index,
-                              const std::map<std::string, Nanos>& shift_by_host) {
+                              const std::map<std::string, Nanos>& shift_by_host, const TimeSpan& span) {
   const nlohmann::json c = read_json_file(file);
   if (!c.is_object()) throw std::runtime_error(file + ": not a capture session (a JSON object expected)");
-  return with_file(file, [&] { return session_wire(dir, file, c, files, index, shift_by_host); });
+  return with_file(file, [&] { return session_wire(dir, file, c, files, index, shift_by_host, span); });
 }
 
 WireCapture session_wire(const std::string& dir, const std::string& file, const nlohmann::json& c, std::uint32_t& files,
-                         wire::WireIndex& index, const std::map<std::string, Nanos>& shift_by_host) {
+                         wire::WireIndex& index, const std::map<std::string, Nanos>& shift_by_host, const TimeSpan& span) {
   WireCapture w;
   const nlohmann::json wire = c.value("wire", nlohmann::json::object());
   if (!wire.is_object()) {
@@ -304,7 +296,7 @@ WireCapture session_wire(const std::string& dir, const std::string& file, const 
   }
   for (const std::string& path : capture_dir::listed_wire_files(dir, names, file)) {
     if (!fs::exists(path)) throw std::runtime_error(path + ": listed in " + listed_in + " but missing");
-    wire::PcapRead r = wire::read_pcap(path, files++);
+    wire::PcapRead r = wire::read_pcap(path, files++, span);
     w.frames += r.frames;
     w.truncated = w.truncated || r.truncated;
     if (shift != 0) {
@@ -339,9 +331,10 @@ WireCapture read_wire_captures(const std::vector<std::string>& dirs, const std::
   bool any = false;
   for (const auto& dir : dirs) {
     const std::vector<std::string> sessions = fs::is_directory(dir) ? capture_dir::session_files(dir) : std::vector<std::string>{};
+    const TimeSpan span = sessions.empty() ? TimeSpan{} : capture_span(dir);
     for (const auto& file : sessions) {
       any = true;
-      const WireCapture s = read_session_wire(dir, file, files, w.index, shift_by_host);
+      const WireCapture s = read_session_wire(dir, file, files, w.index, shift_by_host, span);
       add_once(modes, s.mode);
       add_once(statuses, s.status);
       w.frames += s.frames;

@@ -81,6 +81,39 @@ std::optional<Segment> parse_ip(const std::uint8_t* ip, std::size_t len, std::si
   return s;
 }
 
+// The shortest frame of a link type: its link-layer header, which every frame
+// has (Ethernet 14 bytes; Linux cooked 16 and 20, which libpcap counts in the
+// frame's length; raw IP the IPv4 header's 20, the IPv6 header's 40). Not an
+// Ethernet frame's 60 bytes on the wire: the tap sees frames leaving the host
+// before the NIC pads them. 1 for a link type no parser reads.
+std::uint32_t shortest_frame(std::uint32_t linktype) {
+  switch (linktype) {
+    case 1: return 14;
+    case 113: return 16;
+    case 276: return 20;
+    case 101:
+    case 228: return 20;
+    case 229: return 40;
+    default: return 1;
+  }
+}
+
+// Why a record (its 16-byte header at byte `at`) is no frame's (cold: only a
+// damaged file gets here).
+std::string not_a_frame(const std::string& path, std::uint64_t at, const std::uint8_t* header, std::uint32_t orig,
+                        std::uint32_t linktype) {
+  if (std::all_of(header, header + 16, [](std::uint8_t b) { return b == 0; })) {
+    return "a frame of 0 bytes: the file looks zero-filled from here on (a damaged tail); `truncate -s " + std::to_string(at) +
+           " " + path + "` keeps the frames before it";
+  }
+  if (orig == 0) return "a frame of 0 bytes, which no link carries";
+  if (orig < shortest_frame(linktype)) {
+    return "a frame of " + std::to_string(orig) + " bytes, shorter than a header of its link type " + std::to_string(linktype) + " (" +
+           std::to_string(shortest_frame(linktype)) + " bytes)";
+  }
+  return "a frame of " + std::to_string(orig) + " bytes of which no byte was kept";
+}
+
 Direction cooked_direction(unsigned pkttype) {
   if (pkttype == 4) return Direction::outgoing;
   if (pkttype <= 3) return Direction::incoming;
@@ -132,7 +165,7 @@ std::optional<Segment> parse_frame(std::uint32_t linktype, const std::uint8_t* d
   return s;
 }
 
-PcapInfo for_each_frame(const std::string& path, const std::function<void(const RawFrame&)>& f) {
+PcapInfo for_each_frame(const std::string& path, const std::function<void(const RawFrame&)>& f, const TimeSpan& span) {
   std::uint64_t file_size = 0;
   std::ifstream in = open_data_file(path, limits::kMaxDataFile, &file_size);
   std::uint8_t gh[24];
@@ -156,6 +189,7 @@ PcapInfo for_each_frame(const std::string& path, const std::function<void(const 
   PcapInfo info;
   info.linktype = u32(gh + 20) & 0xffff;
   const std::uint32_t snaplen = u32(gh + 16);
+  const std::uint32_t shortest = shortest_frame(info.linktype);
   std::vector<std::uint8_t> buf;
   std::uint64_t frames = 0;
   for (;;) {
@@ -167,6 +201,20 @@ PcapInfo for_each_frame(const std::string& path, const std::function<void(const 
       break;
     }
     const std::uint32_t incl = u32(rh + 8), orig = u32(rh + 12);
+    // A frame is at least its link layer's header, and BPF keeps at least a byte
+    // of a frame it accepts (keeping 0 is its "drop"). Zeros where records belong
+    // (a file extended by `truncate`, blocks a crash left unwritten) read as
+    // empty frames of 16 bytes each, 67 million per GB, at 15 s per GB.
+    if (orig < shortest || incl == 0) [[unlikely]] {
+      const std::uint64_t at = static_cast<std::uint64_t>(in.tellg()) - sizeof rh;
+      throw std::runtime_error(path + ": record " + std::to_string(frames + 1) + ": " + not_a_frame(path, at, rh, orig, info.linktype));
+    }
+    // A damaged time (0xffffffff s: the year 2106) made a message queue for 79 years
+    // in `trace show`.
+    const Nanos ts = static_cast<Nanos>(u32(rh)) * kSecond + static_cast<Nanos>(u32(rh + 4)) * (nanos ? 1 : 1000);
+    if (!span.holds(ts)) [[unlikely]] {
+      throw std::runtime_error(path + ": record " + std::to_string(frames + 1) + ": a time of " + std::to_string(ts) + " ns, not " + span.what);
+    }
     // At most the file's snapshot length (libpcap's largest is 256 KiB; a forged
     // header's is held to 16 MiB), and never more than the file has left: a record
     // claiming more is a cut one, read without allocating what it claims.
@@ -185,12 +233,12 @@ PcapInfo for_each_frame(const std::string& path, const std::function<void(const 
       break;
     }
     ++frames;
-    f({static_cast<Nanos>(u32(rh)) * kSecond + static_cast<Nanos>(u32(rh + 4)) * (nanos ? 1 : 1000), info.linktype, buf.data(), incl, orig});
+    f({ts, info.linktype, buf.data(), incl, orig});
   }
   return info;
 }
 
-PcapRead read_pcap(const std::string& path, std::uint32_t file) {
+PcapRead read_pcap(const std::string& path, std::uint32_t file, const TimeSpan& span) {
   PcapRead r;
   const PcapInfo info = for_each_frame(path, [&](const RawFrame& fr) {
     // Frames of a link type no parser reads would all be "other": say so instead.
@@ -207,7 +255,7 @@ PcapRead read_pcap(const std::string& path, std::uint32_t file) {
     s->source |= file << 20;
     s->ts = fr.ts;
     r.segments.push_back(*s);
-  });
+  }, span);
   r.linktype = info.linktype;
   r.truncated = info.truncated;
   return r;

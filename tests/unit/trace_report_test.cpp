@@ -270,6 +270,36 @@ TEST(TraceReport, EventTimesOutsideTheCaptureAreRefused) {
   EXPECT_EQ(refused(), "read");
 }
 
+// A wire file's frames are held to the same span as the events, on the clock of
+// the host that took them: a record stamped 0xffffffff s (the year 2106) made a
+// message queue for 79 years in `trace show`.
+TEST(TraceReport, WireFramesOutsideTheCaptureAreRefused) {
+  const TempDir d("tw-trace-wire-times-test");
+  const std::string wire = d.path() + "/wire-any-h-1.pcap";
+  // A nanosecond pcap of one Ethernet frame of 14 bytes (no TCP: counted, not indexed).
+  const auto write = [&](std::uint32_t second) {
+    const std::uint32_t header[10] = {0xa1b23c4d, 2 | 4 << 16, 0, 0, 160, 1, second, 0, 14, 14};
+    std::ofstream out(wire, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(header), sizeof header);
+    out << std::string(14, '\0');
+  };
+  const Nanos start = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count() - 10 * kSecond;
+  std::ofstream(d.path() + "/capture.json")
+      << R"({"started_ns": )" << start << R"(, "wire": {"mode": "auto", "files": ["wire-any-h-1.pcap"], "interfaces": ["any"]}})";
+  write(static_cast<std::uint32_t>(start / kSecond));
+  EXPECT_EQ(read_wire_capture(d.path()).frames, 1U);
+  write(0xffffffff);
+  try {
+    read_wire_capture(d.path());
+    ADD_FAILURE() << "a frame in 2106";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              wire + ": record 1: a time of 4294967295000000000 ns, not from an hour before the capture started to an hour from now");
+  }
+  std::ofstream(d.path() + "/capture.json") << R"({"wire": {"mode": "auto", "files": ["wire-any-h-1.pcap"], "interfaces": ["any"]}})";
+  EXPECT_EQ(read_wire_capture(d.path()).frames, 1U) << "a session that does not say when it started bounds nothing";
+}
+
 TEST(CaptureSetup, WireOptionNamesTheInterfaces) {
   EXPECT_EQ(tap_interfaces("auto"), std::vector<std::string>{"any"});
   EXPECT_TRUE(tap_interfaces("off").empty());

@@ -114,6 +114,8 @@ TEST(WireFrames, RejectsWhatIsNotTcp) {
 class PcapFile : public ::testing::Test {
  protected:
   std::string path = (std::filesystem::temp_directory_path() / ("tw-wire-test-" + std::to_string(::getpid()) + ".pcap")).string();
+  std::uint32_t first_second = 100;  // record i's time: first_second + i s, 250 + i ns (or us)
+  std::uint32_t uncaptured = 1000;   // each frame's bytes on the wire beyond those written
   void TearDown() override { std::filesystem::remove(path); }
   void write(std::uint32_t magic, bool swapped, const std::vector<std::vector<std::uint8_t>>& frames, std::size_t cut = 0,
              std::uint32_t linktype = 1) {
@@ -136,10 +138,10 @@ class PcapFile : public ::testing::Test {
     u32(linktype);
     std::uint32_t i = 0;
     for (const auto& f : frames) {
-      u32(100 + i);
+      u32(first_second + i);
       u32(250 + i++);
       u32(static_cast<std::uint32_t>(f.size()));
-      u32(static_cast<std::uint32_t>(f.size() + 1000));
+      u32(static_cast<std::uint32_t>(f.size() + uncaptured));
       out.insert(out.end(), f.begin(), f.end());
     }
     out.resize(out.size() - cut);
@@ -212,6 +214,71 @@ TEST_F(PcapFile, ARecordClaimingMoreThanTheFileIsACutOne) {
   const PcapRead r = read_pcap(path);
   EXPECT_TRUE(r.truncated);
   EXPECT_EQ(r.frames, 0U);
+}
+
+// Found by a probe of damaged captures: a wire file extended with zeros
+// (`truncate -s 3G`) read as 67 million empty frames a GB, at 15 s a GB, so
+// `trace show` seemed to hang. No frame is shorter than its link layer's header,
+// and BPF keeps at least a byte of a frame it captures.
+TEST_F(PcapFile, AFrameShorterThanItsLinkHeaderIsRefused) {
+  const auto refused = [](auto read) -> std::string {
+    try {
+      read();
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "read";
+  };
+  write(0xa1b23c4d, false, {eth_v4(1, 2, 10, 0, kAck, 1000), eth_v4(1, 2, 1010, 0, kAck, 1000)});
+  const auto frames_end = std::filesystem::file_size(path);
+  std::ofstream(path, std::ios::binary | std::ios::app) << std::string(4096, '\0');
+  EXPECT_EQ(refused([&] { read_pcap(path); }),
+            path + ": record 3: a frame of 0 bytes: the file looks zero-filled from here on (a damaged tail); `truncate -s " +
+                std::to_string(frames_end) + " " + path + "` keeps the frames before it");
+  // Each link type's header: Ethernet, Linux cooked v1 and v2, raw IP (either,
+  // IPv4, IPv6).
+  uncaptured = 0;
+  for (const auto& [linktype, header] : std::vector<std::pair<std::uint32_t, std::size_t>>{
+           {1, 14}, {113, 16}, {276, 20}, {101, 20}, {228, 20}, {229, 40}}) {
+    SCOPED_TRACE(linktype);
+    write(0xa1b23c4d, false, {std::vector<std::uint8_t>(header, 0)}, 0, linktype);
+    EXPECT_EQ(refused([&] { for_each_frame(path, [](const RawFrame&) {}); }), "read");
+    write(0xa1b23c4d, false, {std::vector<std::uint8_t>(header - 1, 0)}, 0, linktype);
+    EXPECT_EQ(refused([&] { for_each_frame(path, [](const RawFrame&) {}); }),
+              path + ": record 1: a frame of " + std::to_string(header - 1) + " bytes, shorter than a header of its link type " +
+                  std::to_string(linktype) + " (" + std::to_string(header) + " bytes)");
+  }
+  // Of a link type no parser reads, a byte at least.
+  write(0xa1b23c4d, false, {{}}, 0, 147);
+  EXPECT_EQ(refused([&] { for_each_frame(path, [](const RawFrame&) {}); }), path + ": record 1: a frame of 0 bytes, which no link carries");
+  write(0xa1b23c4d, false, {{0}}, 0, 147);
+  EXPECT_EQ(refused([&] { for_each_frame(path, [](const RawFrame&) {}); }), "read");
+  uncaptured = 60;
+  write(0xa1b23c4d, false, {{}});
+  EXPECT_EQ(refused([&] { read_pcap(path); }), path + ": record 1: a frame of 60 bytes of which no byte was kept");
+}
+
+// Found by the same probe: a record stamped 0xffffffff s (the year 2106) made a
+// message queue for 79 years in `trace show`. Frames are held to the capture's
+// time as its events are (capture_span: TraceReport tests).
+TEST_F(PcapFile, AFrameOutsideTheCapturesTimeIsRefused) {
+  const TimeSpan span{100 * kSecond, 200 * kSecond, "in the test's span"};
+  first_second = 199;  // the second frame at 200 s + 251 ns: past it
+  write(0xa1b23c4d, false, {eth_v4(1, 2, 10, 0, kAck, 1000), eth_v4(1, 2, 1010, 0, kAck, 1000)});
+  try {
+    read_pcap(path, 0, span);
+    FAIL() << "accepted a frame after the span";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": record 2: a time of 200000000251 ns, not in the test's span");
+  }
+  EXPECT_THROW(for_each_frame(path, [](const RawFrame&) {}, span), std::runtime_error);
+  EXPECT_EQ(read_pcap(path).segments.size(), 2U) << "no span: any time";
+  first_second = 99;  // the first frame at 99 s + 250 ns: before it
+  write(0xa1b23c4d, false, {eth_v4(1, 2, 10, 0, kAck, 1000)});
+  EXPECT_THROW(read_pcap(path, 0, span), std::runtime_error);
+  first_second = 100;
+  write(0xa1b23c4d, false, {eth_v4(1, 2, 10, 0, kAck, 1000), eth_v4(1, 2, 1010, 0, kAck, 1000)});
+  EXPECT_EQ(read_pcap(path, 0, span).segments.size(), 2U);
 }
 
 // A connection 10.0.0.1:5000 -> 10.0.0.2:6000 built segment by segment.

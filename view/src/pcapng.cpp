@@ -140,6 +140,7 @@ PcapngCounts write_pcapng(const std::vector<std::string>& dirs, std::ostream& ou
   PcapngCounts n;
   std::uint32_t interface = 0;
   for (const std::string& dir : dirs) {
+    const TimeSpan span = capture_span(dir);
     for (const std::string& session : capture_dir::session_files(dir)) {
       const nlohmann::json j = read_json_file(session);
       if (!j.is_object() || !j.contains("wire") || !j["wire"].is_object() || !j["wire"].contains("files") || !j["wire"]["files"].is_array()) continue;
@@ -181,7 +182,7 @@ PcapngCounts write_pcapng(const std::vector<std::string>& dirs, std::ostream& ou
           }
           w.block(kEnhancedPacket, b);
           ++n.frames;
-        });
+        }, span);
         if (described) ++interface;
         ++n.files;
       }

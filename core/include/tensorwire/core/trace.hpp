@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorwire/core/time_span.hpp"
 #include "tensorwire/core/trace_format.hpp"
 #include "tensorwire/core/wire.hpp"
 #include "tensorwire/core/units.hpp"
@@ -33,9 +34,20 @@ struct ProcessTrace {
   std::size_t event_count() const { return io.size() + conns.size() + tcp_info.size() + marks.size() + samples.size(); }
 };
 
+// When the records of a capture directory (trace events, wire frames) can have
+// happened: no earlier than an hour before its first session started, and no
+// later than an hour after they are read (a job's daemons outlive the capture and
+// keep writing; a realtime clock steps). A session file that is not yet written
+// (a capture sharing the directory claims its file first), or that does not say
+// when it started, bounds nothing here; the wire reader reports what is wrong
+// with it. Without a session, any time from 0. Throws std::runtime_error when
+// `dir` cannot be listed.
+TimeSpan capture_span(const std::string& dir);
+
 // Reads every trace-PID.json/.twt pair in `dir`; throws std::runtime_error naming
-// the file on a bad header or a truncated event (a partial last event of a
-// process that was killed is dropped and counted in `events_dropped`).
+// the file on a bad header, a truncated event (a partial last event of a process
+// that was killed is dropped and counted in `events_dropped`), or an event
+// outside capture_span(dir).
 std::vector<ProcessTrace> read_capture_dir(const std::string& dir);
 
 struct Endpoint {

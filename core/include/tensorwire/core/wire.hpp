@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorwire/core/time_span.hpp"
 #include "tensorwire/core/units.hpp"
 
 namespace tw::wire {
@@ -55,9 +56,13 @@ struct PcapRead {
 };
 
 // Reads a pcap file (micro- or nanosecond, either byte order). Throws
-// std::runtime_error("PATH: reason") when it is not one.
+// std::runtime_error("PATH: reason") when it is not one, and
+// "PATH: record N: reason" for a record no capture writes: a frame shorter than
+// its link layer's header or with no byte kept (zeros where records belong read
+// as such frames), or one stamped outside `span` (the capture's, where its
+// session is known: capture_span()).
 // `file` numbers the file's capture point in Segment::source.
-PcapRead read_pcap(const std::string& path, std::uint32_t file = 0);
+PcapRead read_pcap(const std::string& path, std::uint32_t file = 0, const TimeSpan& span = {});
 
 // Every frame of a pcap file as it was captured (to export it); returns the
 // file's link type and whether its last record was cut. Throws as read_pcap.
@@ -71,7 +76,7 @@ struct PcapInfo {
   std::uint32_t linktype = 0;
   bool truncated = false;
 };
-PcapInfo for_each_frame(const std::string& path, const std::function<void(const RawFrame&)>& f);
+PcapInfo for_each_frame(const std::string& path, const std::function<void(const RawFrame&)>& f, const TimeSpan& span = {});
 
 // A message's life on the wire, from the sender's stream offsets [begin, end).
 struct WireTimes {
