@@ -365,11 +365,38 @@ void Reader::read_ops(const Node* n, Profile& p) {
   }
 }
 
+// Whether an op's `after` list already holds a dependency: a scan while the list
+// is short (most ops wait for a few others, and a scan of a few beats hashing),
+// a hash set of the list from kScanned entries on, so that an op waiting for
+// 400 000 others is checked in linear time, not quadratic (20 s and more).
+class ListedDependencies {
+ public:
+  explicit ListedDependencies(const std::vector<Dependency>& after) : after_(after) {}
+
+  bool contains(const Dependency& d) {
+    if (after_.size() < kScanned) return std::find(after_.begin(), after_.end(), d) != after_.end();
+    // What was appended since the last call, edges of broken ops included.
+    for (; hashed_ < after_.size(); ++hashed_) set_.insert(key(after_[hashed_]));
+    return set_.contains(key(d));
+  }
+
+ private:
+  static constexpr std::size_t kScanned = 32;
+  static std::uint64_t key(const Dependency& d) {
+    // op < 2^32, iterations_back <= kMaxIterationsBack < 2^31
+    return std::uint64_t{d.op} << 32 | std::uint64_t{d.iterations_back} << 1 | (d.recv ? 1 : 0);
+  }
+  const std::vector<Dependency>& after_;
+  std::unordered_set<std::uint64_t> set_;
+  std::size_t hashed_ = 0;
+};
+
 void Reader::read_dependencies(Profile& p) {
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const Node* after = op_after_[i];
     if (after == nullptr || op_nodes_[i] == nullptr) continue;
     Op& op = p.ops[i];
+    ListedDependencies listed(op.after);
     const What owhat("op", op.id);
     std::span<const Node> refs;
     if (after->kind == Kind::scalar) {
@@ -446,7 +473,7 @@ void Reader::read_dependencies(Profile& p) {
                      (addressed_here ? " (write recv:" + target.id + ")" : ""));
         continue;
       }
-      if (std::find(op.after.begin(), op.after.end(), d) != op.after.end()) {
+      if (listed.contains(d)) {
         error(r, owhat + " lists dependency " + quote(r.value) + " twice");
         continue;
       }

@@ -170,6 +170,27 @@ TEST(ProfileLoad, RejectsCyclesAndPrintsThem) {
   EXPECT_EQ(problems(with_line(10, "  - {id: c0, type: compute, rank: 0, duration: 1ms, after: [recv:s1@-1]}")), "");
 }
 
+// A dependency listed twice is reported where it is listed again, in a short
+// list as in a long one: past a few dozen entries a hash set finds it (a scan of
+// the list for each entry took an op waiting for 400 000 others 20 s and more).
+// The same op in another iteration is another dependency.
+TEST(ProfileLoad, RejectsADependencyListedTwice) {
+  const std::string short_list = "  - {id: s0, type: send, flow: f01, bytes: 1MiB, after: [c0, c0]}";
+  EXPECT_EQ(problems(with_line(11, short_list)),
+            "t.yaml:11:" + std::to_string(short_list.rfind("c0") + 1) + ": op 's0' lists dependency 'c0' twice\n");
+  std::string text = "version: 1\niterations: 2\nranks: [{id: 0}]\nflows: []\nops:\n";
+  std::string after;
+  for (int i = 0; i < 100; ++i) {
+    text += "  - {id: c" + std::to_string(i) + ", type: compute, rank: 0, duration: 1ms}\n";
+    after += "c" + std::to_string(i) + ", c" + std::to_string(i) + "@-1, ";
+  }
+  const std::string long_list = "  - {id: z, type: compute, rank: 0, duration: 1ms, after: [" + after + "c7@-1, c99]}";
+  EXPECT_EQ(problems(text + long_list + "\n"),
+            "t.yaml:106:" + std::to_string(long_list.rfind("c7@-1") + 1) + ": op 'z' lists dependency 'c7@-1' twice\n" +
+            "t.yaml:106:" + std::to_string(long_list.rfind("c99") + 1) + ": op 'z' lists dependency 'c99' twice\n");
+  EXPECT_EQ(problems(text + "  - {id: z, type: compute, rank: 0, duration: 1ms, after: [" + after + "c0@-2]}\n"), "");
+}
+
 TEST(ProfileLoad, RejectsCrossRankDependenciesThatAreNotReceipts) {
   EXPECT_EQ(problems(with_line(12, "  - {id: c1, type: compute, rank: 1, duration: 1ms, after: [s0]}")),
             "t.yaml:12:61: op 'c1' (rank 1) depends on 's0' of rank 0: across ranks only the receipt of a message can "
