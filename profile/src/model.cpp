@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "tensorwire/core/profile.hpp"
 #include "tensorwire/core/yaml_reader.hpp"
@@ -81,6 +82,9 @@ class ModelReader : public YamlReader {
     const auto items = list(f[5], "'tensors'");
     if (f[5] != nullptr && items.empty()) error(*f[5], "'tensors' is empty: a model needs at least one tensor");
     std::size_t timed = 0;
+    // A profile names each tensor once: two of a name made a profile that
+    // `profile validate` refused.
+    std::unordered_map<std::string, int> first_line;
     for (std::size_t i = 0; i < items.size(); ++i) {
       const std::string what = "tensor entry " + std::to_string(i);
       const auto g = fields(items[i], what, {"name", "shape", "elements", "dtype", "fwd", "bwd"}, {"name"});
@@ -88,6 +92,10 @@ class ModelReader : public YamlReader {
       if (auto v = string_field(g[0], what, "name")) t.name = *v;
       else continue;
       const std::string twhat = "tensor " + quote(t.name);
+      if (const auto [first, fresh] = first_line.try_emplace(t.name, g[0]->line); !fresh) {
+        error(*g[0], "tensor name " + quote(t.name) + " is used twice (first at line " + std::to_string(first->second) + ")");
+        continue;
+      }
       if ((g[1] == nullptr) == (g[2] == nullptr)) {
         error(items[i], twhat + " needs exactly one of 'shape' and 'elements'");
         continue;
@@ -102,8 +110,8 @@ class ModelReader : public YamlReader {
             ok = false;
             break;
           }
-          n *= *v;
-          if (n > (std::uint64_t{1} << 40)) {
+          // Checked: [2^32, 2^32] wrapped to 0 elements and wrote `bytes: 0`.
+          if (__builtin_mul_overflow(n, *v, &n) || n > (std::uint64_t{1} << 40)) {
             error(d, twhat + " has more than 2^40 elements");
             ok = false;
             break;
@@ -121,7 +129,15 @@ class ModelReader : public YamlReader {
         if (dtype_size(*v) == 0) error(*g[3], twhat + ": unknown dtype " + quote(*v));
         else t.dtype = *v;
       }
-      t.bytes = t.elements * dtype_size(t.dtype);
+      // At most what a profile's tensor may hold (its 'bytes'): a larger one made a
+      // profile that `profile validate` refused. It also keeps the model's sums
+      // from wrapping: a list (2 GiB at most) has fewer than 2^26 entries of more
+      // than 32 bytes each, each of 2^36 bytes at most.
+      if (__builtin_mul_overflow(t.elements, dtype_size(t.dtype), &t.bytes) || t.bytes > limits::kMaxMessageBytes) {
+        error(g[1] != nullptr ? *g[1] : *g[2], twhat + " holds " + std::to_string(t.elements) + " elements of " + t.dtype +
+                                                   ", more than the limit of " + human_bytes(limits::kMaxMessageBytes) + " a tensor may hold");
+        continue;
+      }
       if (auto v = duration_field(g[4], twhat, "fwd", 0, limits::kMaxDuration)) t.fwd = *v;
       if (auto v = duration_field(g[5], twhat, "bwd", 0, limits::kMaxDuration)) t.bwd = *v;
       if (t.fwd && t.bwd) ++timed;

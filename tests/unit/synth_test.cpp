@@ -48,6 +48,32 @@ TEST(Models, RejectsMalformedTensorLists) {
   }
 }
 
+// Found by a probe of damaged inputs: a shape of [2^32, 2^32] wrapped to 0
+// elements and wrote `bytes: 0`, and a tensor larger than a profile's may be or
+// two of one name made a profile that `profile validate` refused.
+TEST(Models, RejectsTensorsNoProfileCanHold) {
+  const auto problems = [](const std::string& tensors) -> std::string {
+    try {
+      load_model_text("model: m\ntensors:\n" + tensors, "m.yaml");
+    } catch (const InputError& e) {
+      std::string out;
+      for (const auto& d : e.diagnostics()) out += d.str() + "\n";
+      return out;
+    }
+    return "read";
+  };
+  EXPECT_EQ(problems("  - {name: a, shape: [4294967296, 4294967296]}\n"), "m.yaml:3:35: tensor 'a' has more than 2^40 elements\n");
+  EXPECT_EQ(problems("  - {name: a, shape: [65536, 65536, 65536, 65536, 65536]}\n"),
+            "m.yaml:3:37: tensor 'a' has more than 2^40 elements\n");
+  EXPECT_EQ(problems("  - {name: a, elements: 17179869184}\n  - {name: b, shape: [4294967296, 4]}\n"), "read") << "64 GiB each";
+  EXPECT_EQ(problems("  - {name: a, elements: 17179869185}\n"),
+            "m.yaml:3:25: tensor 'a' holds 17179869185 elements of float32, more than the limit of 64.00 GiB a tensor may hold\n");
+  EXPECT_EQ(problems("  - {name: a, shape: [1099511627776], dtype: float64}\n"),
+            "m.yaml:3:22: tensor 'a' holds 1099511627776 elements of float64, more than the limit of 64.00 GiB a tensor may hold\n");
+  EXPECT_EQ(problems("  - {name: a, shape: [2, 3]}\n  - {name: b, elements: 4}\n  - {name: a, elements: 4}\n"),
+            "m.yaml:5:12: tensor name 'a' is used twice (first at line 3)\n");
+}
+
 TEST(DdpBuckets, FillInReverseOrderAndCloseAtTheLimit) {
   const Model m = load_model("resnet50");
   const auto buckets = ddp_buckets(m, kMiB, 25 * kMiB);
