@@ -161,6 +161,13 @@ KeptRecords load_records(const std::string& dir, const Profile& profile, bool ke
         throw std::runtime_error(path + ": " + std::to_string(ended) + " iterations ended, but " + summary + " says the rank finished " +
                                  std::to_string(ran));
       }
+      // Cut at a record's boundary after the last iteration's record, a file lost
+      // the transmit timestamps and TCP_INFO samples that followed it unsaid.
+      const auto written = s.contains("counters") ? s["counters"].value("records_written", std::uint64_t{0}) : 0;
+      if (whole && written > 0 && out.ranks.back().size() != written) {
+        throw std::runtime_error(path + ": holds " + std::to_string(out.ranks.back().size()) + " records, but " + summary +
+                                 " says the agent wrote " + std::to_string(written));
+      }
     }
   }
   return out;

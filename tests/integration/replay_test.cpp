@@ -189,13 +189,29 @@ TEST(Replay, RingAllReduceDeliversEveryByteAndHonoursDependencies) {
   const Ran ok = run("cd / && " + kBinary + " results check " + dir.path(), dir.path());
   EXPECT_EQ(ok.status, 0) << ok.output;
   EXPECT_NE(ok.output.find(": ok: " + std::to_string(4 * sends) + " messages"), std::string::npos) << ok.output;
-  // Lose one receipt of rank 1: the check must say so.
+  // Lose one receipt of rank 1: the file then holds fewer records than the
+  // summary says the agent wrote, which every reader refuses.
   const std::string rx = run_dir::records_file(dir.path(), 1);
   std::vector<Record> kept = read_records(rx);
   kept.erase(std::find_if(kept.begin(), kept.end(), [](const Record& x) { return x.is(RecordKind::receive); }));
   {
     RecordFile out(rx);
     out.write(kept.data(), kept.size());
+  }
+  const std::string rank1 = run_dir::summary_file(dir.path(), 1);
+  const Ran fewer = run(kBinary + " results check " + dir.path(), dir.path());
+  EXPECT_EQ(fewer.status, 1) << fewer.output;
+  EXPECT_NE(fewer.output.find(rx + ": holds " + std::to_string(kept.size()) + " records, but " + rank1 + " says the agent wrote " +
+                              std::to_string(kept.size() + 1)),
+            std::string::npos)
+      << fewer.output;
+  // An agent that never recorded it (its count agreeing): the check must say so.
+  {
+    std::ifstream in(rank1);
+    nlohmann::json j = nlohmann::json::parse(in);
+    in.close();
+    j["counters"]["records_written"] = kept.size();
+    std::ofstream(rank1) << j.dump();
   }
   const Ran bad = run(kBinary + " results check " + dir.path(), dir.path());
   EXPECT_EQ(bad.status, 1) << bad.output;
