@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "tensorwire/capture/chrome_trace.hpp"
+#include "tensorwire/util/temp_dir.hpp"
 #include "tensorwire/core/trace.hpp"
 #include "../support/trace_builders.hpp"
 
@@ -222,6 +223,65 @@ TEST_F(ChromeImport, EpochTimestampsAndPidsAreUsedAsTheyAre) {
   EXPECT_NE(error({}, {p}).find(": not valid JSON"), std::string::npos);
   write(R"([{"name": "counter", "ph": "C", "ts": 1}])");
   EXPECT_NE(error({}, {p}).find("no complete (X) or begin/end (B/E) events"), std::string::npos);
+}
+
+// Read as it streams past (the document took 20 times the file): an event's own
+// fields count, not those of the objects inside it (args), nor events nested
+// anywhere but in traceEvents; nesting is bounded as in every JSON file.
+TEST_F(ChromeImport, OnlyAnEventsOwnFieldsCount) {
+  ProcessTrace p;
+  p.pid = 77;
+  write(R"({"meta": {"traceEvents": [{"name": "hidden", "ph": "X", "ts": 1795961283000000, "pid": 77}]},
+           "traceEvents": [7, [1, 2], {"ph": "M", "name": "process_name", "args": {"name": "x"}},
+             {"name": "conv", "ph": "X", "ts": 1795961283717229, "dur": 5, "pid": 77, "tid": {"a": 1},
+              "args": {"name": "not the name", "ts": 1, "ph": "B", "deep": [[{"dur": 9}]]}}],
+           "baseTimeNanoseconds": 0})");
+  const auto ops = import_chrome_trace(path, {}, {p}, 1795961283 * kSecond, 1795961284 * kSecond);
+  ASSERT_EQ(ops.size(), 1U);
+  EXPECT_EQ(ops[0].name, "conv");
+  EXPECT_EQ(ops[0].thread, "{}");
+  EXPECT_EQ(ops[0].begin, 1795961283717229000);
+  EXPECT_EQ(ops[0].end - ops[0].begin, 5000);
+  // An event's index counts every element of the array, as the file has them.
+  write(R"([7, {"ph": "X", "ts": "soon"}])");
+  EXPECT_NE(error({}, {p}).find(": event 2: no numeric ts"), std::string::npos) << error({}, {p});
+  write(R"([{"ph": "X", "ts": 1, "args": )" + std::string(100, '[') + std::string(100, ']') + "}]");
+  EXPECT_NE(error({}, {p}).find(": nesting deeper than 64 levels"), std::string::npos) << error({}, {p});
+  write("42");
+  EXPECT_NE(error({}, {p}).find(": no traceEvents array (a Chrome trace is an object with one, or an array of events)"), std::string::npos)
+      << error({}, {p});
+  write(R"({"traceEvents": {"a": 1}})");
+  EXPECT_NE(error({}, {p}).find(": no traceEvents array"), std::string::npos) << error({}, {p});
+}
+
+// Imported ops are written an op at a time and read back as they stream past,
+// each field checked by name.
+TEST(ImportedOps, WrittenAndReadBackFieldByField) {
+  const TempDir d("tw-ops-test");
+  const std::vector<ImportedOp> ops = {{.pid = 7, .thread = "1", .name = "aten::mm \"q\"", .category = "cpu_op", .begin = 5, .end = 9},
+                                       {.pid = 8, .thread = "", .name = "\xc3\xa9t\x1b", .category = "", .begin = -3, .end = 0}};
+  write_imported_ops(d.path(), "p", "/x/p.json", ops);
+  const std::vector<ImportedOp> back = read_imported_ops(d.path());
+  ASSERT_EQ(back.size(), 2U);
+  EXPECT_EQ(back[0].name, "aten::mm \"q\"");
+  EXPECT_EQ(back[0].begin, 5);
+  EXPECT_EQ(back[0].end, 9);
+  EXPECT_EQ(back[1].pid, 8);
+  EXPECT_EQ(back[1].name, "\xc3\xa9t\\x1b") << "a control character comes back escaped";
+  const std::string file = d.path() + "/ops-p.json";
+  const auto refused = [&](const std::string& text) -> std::string {
+    std::ofstream(file) << text;
+    try {
+      read_imported_ops(d.path());
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "read";
+  };
+  EXPECT_EQ(refused(R"({"ops": [{"pid": 1}, {"pid": "7"}]})"), file + ": op 2: 'pid' must be a whole number");
+  EXPECT_EQ(refused(R"({"ops": [{"name": 3}]})"), file + ": op 1: 'name' must be a string");
+  EXPECT_EQ(refused(R"({"format": "tensorwire-ops"})"), file + ": not an imported-ops file (no ops array)");
+  EXPECT_EQ(refused(R"([{"pid": 1}])"), file + ": not an imported-ops file (no ops array)");
 }
 
 // Found by capture_fuzz: a timestamp in microseconds times 1000 overflowed.
