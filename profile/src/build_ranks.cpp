@@ -14,7 +14,9 @@ namespace {
 constexpr const char* kRankVariables[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
                                           "SLURM_PROCID", "MV2_COMM_WORLD_RANK", "MPI_RANK", "DMLC_RANK"};
 
-std::optional<std::pair<std::string, RankId>> env_rank(const ProcessTrace& t) {
+// The first rank variable that holds a rank; one that holds something else
+// (RANK=70000, RANK=x) is said in `warnings`, passed over, and sets *damaged.
+std::optional<std::pair<std::string, RankId>> env_rank(const ProcessTrace& t, std::vector<std::string>& warnings, bool* damaged) {
   for (const char* k : kRankVariables) {
     const auto it = t.env.find(k);
     if (it == t.env.end()) continue;
@@ -23,6 +25,9 @@ std::optional<std::pair<std::string, RankId>> env_rank(const ProcessTrace& t) {
     const char* e = b + it->second.size();
     const auto [p, ec] = std::from_chars(b, e, r);
     if (ec == std::errc() && p == e && r < limits::kMaxRanks) return std::make_pair(std::string(k) + "=" + it->second, r);
+    warnings.push_back("pid " + std::to_string(t.pid) + ": " + k + "=" + it->second.substr(0, 32) + " is no rank number (0 to " +
+                       std::to_string(limits::kMaxRanks - 1) + "): ranked by host and pid after the numbered ones");
+    *damaged = true;
   }
   return std::nullopt;
 }
@@ -49,9 +54,13 @@ Ranks find_ranks(const std::vector<ProcessTrace>& traces, const CaptureAnalysis&
     }
   }
   std::map<RankId, std::pair<std::size_t, std::string>> claimed;  // rank -> (process, how)
+  std::set<std::size_t> numbered_badly;  // processes whose rank variable holds no rank
   for (std::size_t p = 0; p < traces.size(); ++p) {
-    const auto r = env_rank(traces[p]);
-    if (!r || !talks[p]) continue;  // a launcher that exported RANK to its children does not talk
+    if (!talks[p]) continue;  // a launcher that exported RANK to its children does not talk
+    bool damaged = false;
+    const auto r = env_rank(traces[p], warnings, &damaged);
+    if (damaged && !r) numbered_badly.insert(p);
+    if (!r) continue;
     const auto [it, fresh] = claimed.try_emplace(r->second, p, r->first);
     if (fresh) continue;
     const std::size_t other = it->second.first;
@@ -78,8 +87,9 @@ Ranks find_ranks(const std::vector<ProcessTrace>& traces, const CaptureAnalysis&
     return std::tie(traces[x].host, traces[x].pid) < std::tie(traces[y].host, traces[y].pid);
   });
   // When the launcher numbered the ranks, a process without a number is one of
-  // its daemons (mpirun, orted, an elastic agent) or a helper, not a rank.
-  if (!claimed.empty()) rest.clear();
+  // its daemons (mpirun, orted, an elastic agent) or a helper, not a rank; one
+  // whose number is damaged is a rank still, numbered after the others.
+  if (!claimed.empty()) std::erase_if(rest, [&](std::size_t p) { return !numbered_badly.contains(p); });
   for (std::size_t p : rest) order.emplace_back(p, "traffic");
   for (const auto& [p, how] : order) {
     out.of_process[p] = static_cast<RankId>(out.ranks.size());

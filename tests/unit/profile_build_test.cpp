@@ -717,6 +717,18 @@ TEST(ProfileBuild, RanksWithoutTheEnvironmentComeFromTheTraffic) {
   EXPECT_EQ(b.report.ranks[0].pid, 100);
 }
 
+// A rank variable that holds no rank is said, not dropped unsaid (the report
+// said only how many ranks it found).
+TEST(ProfileBuild, ARankVariableThatHoldsNoRankIsSaid) {
+  HandCapture c = ping_pong(12, false);
+  c.p[1].env["RANK"] = "70000";
+  const BuiltProfile b = build_profile(c.input(), {});
+  ASSERT_EQ(b.report.ranks.size(), 2u);
+  const auto& w = b.report.warnings;
+  EXPECT_NE(std::find(w.begin(), w.end(), "pid 101: RANK=70000 is no rank number (0 to 65535): ranked by host and pid after the numbered ones"), w.end())
+      << ::testing::PrintToString(w);
+}
+
 TEST(ProfileBuild, ParametersServerRoleFromTheTraffic) {
   // Rank 0 exchanges with 1, 2 and 3; they never with each other.
   HandCapture c(4);
