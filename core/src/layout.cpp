@@ -115,6 +115,11 @@ nlohmann::json read_summary(const std::string& dir, RankId rank) {
   for (const char* key : {"error", "profile", "host"}) {
     if (!json_string(j, key, path).empty()) j[key] = printable(j[key].get<std::string>());
   }
+  // An agent that finished has no error: both said, a reader trusted the one it
+  // looked at (results check said ok).
+  if (json_bool(j, "finished", path) && !json_string(j, "error", path).empty()) {
+    throw std::runtime_error(path + ": says the rank finished, and gives an error (" + j["error"].get<std::string>().substr(0, 200) + ")");
+  }
   json_count(j, "profile_digest", path, UINT64_MAX);
   json_int(j, "start_ns", path);
   json_int(j, "end_ns", path);

@@ -217,6 +217,8 @@ TEST(DataFile, ASummaryIsCheckedBeforeUse) {
   EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }), file + ": not a summary: a JSON object expected");
   write("{}");
   EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }), file + ": not a complete summary: 'rank' is missing");
+  write(R"({"rank": 0, "iterations": 3, "finished": true, "error": "no progress"})");
+  EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }), file + ": says the rank finished, and gives an error (no progress)");
   write(R"({"rank": 0, "iterations": 3, "finished": null})");
   EXPECT_EQ(thrown([&] { run_dir::read_summary(d.path(), 0); }), file + ": not a complete summary: 'finished' is missing");
   // A null is a field left out: whoever reads the summary next finds nothing there.
