@@ -6,7 +6,6 @@
 #include <fstream>
 #include <limits>
 #include <optional>
-#include <string_view>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -15,7 +14,6 @@
 #include "tensorwire/core/data_file.hpp"
 #include "tensorwire/core/profile_io.hpp"
 #include "tensorwire/core/profile_stats.hpp"
-#include "tensorwire/util/printable.hpp"
 
 namespace tw {
 
@@ -48,36 +46,19 @@ Profile load_run_profile(const std::string& dir) {
   }
 }
 
-namespace {
-
-// The rank whose summary `name` is (rank-R.json), if it is one.
-std::optional<RankId> summary_rank(const std::string& name) {
-  constexpr std::string_view kPrefix = "rank-", kSuffix = ".json";
-  if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return std::nullopt;
-  const std::string digits = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
-  if (digits.size() > 6 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
-  const unsigned long r = std::stoul(digits);
-  if (r >= limits::kMaxRanks || run_dir::summary_name(static_cast<RankId>(r)) != name) return std::nullopt;  // not rank-01.json
-  return static_cast<RankId>(r);
-}
-
-}  // namespace
-
 std::string run_failure(const std::string& dir) {
-  if (std::string e = json_string(run_dir::read_run(dir), "error", run_dir::run_file(dir), ""); !e.empty()) return e;
+  // The controller's account says whether the run failed, every rank's summary
+  // merged into it.
+  if (fs::exists(run_dir::run_file(dir))) return json_string(run_dir::read_run(dir), "error", run_dir::run_file(dir), "");
   // A failed `replay --local`, or agents by hand, leave no run.json: only their
-  // summaries say it, and their records read as a replay that ran.
-  std::vector<RankId> ranks;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (const auto r = summary_rank(entry.path().filename().string())) ranks.push_back(*r);
-  }
-  std::sort(ranks.begin(), ranks.end());
-  for (const RankId r : ranks) {
+  // summaries say it, and their records read as a replay that ran. The ranks
+  // from 0 up to the first without a summary: a directory reused by a run of
+  // fewer ranks keeps the summaries of the ranks beyond.
+  for (RankId r = 0; r < limits::kMaxRanks && fs::exists(run_dir::summary_file(dir, r)); ++r) {
     const nlohmann::json s = run_dir::read_summary(dir, r);
     if (!s.value("finished", false)) {
       const std::string why = s.contains("error") && s["error"].is_string() ? s["error"].get<std::string>() : "";
-      return "rank " + std::to_string(r) + " did not finish: " + (why.empty() ? std::string("no reason recorded") : printable(why));
+      return "rank " + std::to_string(r) + " did not finish: " + (why.empty() ? std::string("no reason recorded") : why);
     }
   }
   return "";

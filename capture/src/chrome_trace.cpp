@@ -67,7 +67,7 @@ struct RawEvent {
 // never as a document, which took 20 times the file (1.8 GB for an 86 MB
 // Chrome trace, which may be 4 GiB): an array of objects, at the top or under
 // the top object's key `items`. Each item's own fields go to item_field() (an
-// object or array among them as "{}" or "[]"), what lies deeper in it nowhere;
+// object or array among them empty), what lies deeper in it nowhere;
 // the top object's scalar fields to root_field(); item_end() ends an item.
 // Elements of the array that are no objects are counted (index()) and passed
 // over. A file nested deeper than every JSON file may be (64 levels) is refused.
@@ -137,7 +137,8 @@ class ItemStream : public nlohmann::json_sax<nlohmann::json> {
         item_begin();
       }
     } else if (depth_.back() == Kind::item) {
-      nlohmann::json what(object ? "{}" : "[]");
+      // No string, number or null: a field that must be one is refused.
+      nlohmann::json what(object ? nlohmann::json::value_t::object : nlohmann::json::value_t::array);
       item_field(key_, what);
     }
     depth_.push_back(k);

@@ -62,6 +62,23 @@ TimeSpan capture_span(const std::string& dir) {
 
 namespace {
 
+// Whether every capture that wrote into `dir` has ended (its session file says
+// when); a directory without a session file (copied without it, or older) is
+// taken as ended.
+bool captures_ended(const std::string& dir) {
+  for (const std::string& file : capture_dir::session_files(dir)) {
+    nlohmann::json c;
+    try {
+      c = read_json_file(file);
+    } catch (const std::exception&) {
+      continue;  // the wire reader says what is wrong with it
+    }
+    const auto ended = c.is_object() ? c.find("ended_ns") : c.end();
+    if (ended == c.end() || !ended->is_number_integer() || ended->get<std::int64_t>() <= 0) return false;
+  }
+  return true;
+}
+
 std::string event_at(const ProcessTrace& t) { return t.file + ": event " + std::to_string(t.event_count() + 1); }
 
 void check_time(const ProcessTrace& t, std::int64_t at, const TimeSpan& span) {
@@ -204,16 +221,20 @@ std::vector<ProcessTrace> read_capture_dir(const std::string& dir) {
   }
   // A process's events without its description (lost, or not copied) were left
   // out without a word. The shim writes the description right after the file's
-  // header, so one holding events and no description is damage, not a process
-  // that has just started.
-  for (const fs::path& twt : events) {
-    fs::path description = twt;
-    description.replace_extension(capture_dir::kDescriptionExtension);
-    std::error_code ec;
-    const auto size = fs::file_size(twt, ec);
-    if (!ec && size > binary_file::kHeaderSize && !fs::exists(description, ec)) {
-      throw std::runtime_error(twt.string() + ": holds events, but its description " + description.filename().string() +
-                               " is missing (copy it with the capture, or remove both)");
+  // header, and again when the process ends if it could not then (no descriptor
+  // or space left): once every capture that wrote into the directory has ended,
+  // events without a description are damage. While one runs, that process is
+  // left out, as one that has just started.
+  if (!events.empty() && captures_ended(dir)) {
+    for (const fs::path& twt : events) {
+      fs::path description = twt;
+      description.replace_extension(capture_dir::kDescriptionExtension);
+      std::error_code ec;
+      const auto size = fs::file_size(twt, ec);
+      if (!ec && size > binary_file::kHeaderSize && !fs::exists(description, ec)) {
+        throw std::runtime_error(twt.string() + ": holds events, but its description " + description.filename().string() +
+                                 " is missing (copy it with the capture, or remove both)");
+      }
     }
   }
   std::sort(files.begin(), files.end());

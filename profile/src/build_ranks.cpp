@@ -14,9 +14,10 @@ namespace {
 constexpr const char* kRankVariables[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
                                           "SLURM_PROCID", "MV2_COMM_WORLD_RANK", "MPI_RANK", "DMLC_RANK"};
 
-// The first rank variable that holds a rank; one that holds something else
-// (RANK=70000, RANK=x) is said in `warnings`, passed over, and sets *damaged.
+// The first rank variable that holds a rank. When none does but one holds
+// something else (RANK=70000, RANK=x), that is said in `warnings` and *damaged set.
 std::optional<std::pair<std::string, RankId>> env_rank(const ProcessTrace& t, std::vector<std::string>& warnings, bool* damaged) {
+  std::string bad;
   for (const char* k : kRankVariables) {
     const auto it = t.env.find(k);
     if (it == t.env.end()) continue;
@@ -25,8 +26,11 @@ std::optional<std::pair<std::string, RankId>> env_rank(const ProcessTrace& t, st
     const char* e = b + it->second.size();
     const auto [p, ec] = std::from_chars(b, e, r);
     if (ec == std::errc() && p == e && r < limits::kMaxRanks) return std::make_pair(std::string(k) + "=" + it->second, r);
-    warnings.push_back("pid " + std::to_string(t.pid) + ": " + k + "=" + it->second.substr(0, 32) + " is no rank number (0 to " +
-                       std::to_string(limits::kMaxRanks - 1) + "): ranked by host and pid after the numbered ones");
+    if (bad.empty()) bad = std::string(k) + "=" + it->second.substr(0, 32);
+  }
+  if (!bad.empty()) {
+    warnings.push_back("pid " + std::to_string(t.pid) + ": " + bad + " is no rank number (0 to " + std::to_string(limits::kMaxRanks - 1) +
+                       "): ranked by host and pid after the numbered ones");
     *damaged = true;
   }
   return std::nullopt;

@@ -250,10 +250,14 @@ token_and_api() {
   [ "$($PY feed.py $p $tok)" = status ] || return 1
   # Connections to /agent that leave before their hello are forgotten and logged a
   # few lines in all: a token holder's loop of them grew the controller by about
-  # 4 KB and a line each.
-  $PY - $p $tok $ctl <<'PY' || return 1
+  # 4 KB and a line each. A sanitizer's allocator keeps what is freed for a while
+  # (ASan's quarantine): its growth is no measure, and a sanitized controller is
+  # slow, so fewer connections, the log's lines still counted.
+  local sanitized=0
+  [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ] && sanitized=1
+  $PY - $p $tok $ctl $sanitized <<'PY' || return 1
 import base64, os, socket, sys
-port, token, pid = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+port, token, pid, sanitized = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1"
 def rss_kb():
     return int(next(l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")).split()[1])
 def upgrade_and_leave():
@@ -270,11 +274,12 @@ def upgrade_and_leave():
     s.close()
 for _ in range(300):
     upgrade_and_leave()
-before = rss_kb()
-for _ in range(3000):
-    upgrade_and_leave()
-grown = rss_kb() - before
-assert grown < 6000, f"the controller grew by {grown} KB over 3000 connections that left before their hello"
+if not sanitized:
+    before = rss_kb()
+    for _ in range(3000):
+        upgrade_and_leave()
+    grown = rss_kb() - before
+    assert grown < 6000, f"the controller grew by {grown} KB over 3000 connections that left before their hello"
 PY
   TW_TOKEN=$tok "$TW" agent --controller 127.0.0.1:$p --quiet &
   local a1=$!

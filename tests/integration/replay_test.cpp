@@ -1146,7 +1146,9 @@ TEST(Replay, AnAgentThatAcceptsNoFlowListensOnNothing) {
   pair.close_listeners();
   bool connected = false;
   std::size_t listening = 1;
-  for (int i = 0; i < 500 && listening > 0; ++i) {  // 10 s of run: time to connect under a sanitizer
+  // The run lasts 10 s: time to connect under a sanitizer, looked at for 15.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (listening > 0 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (sockets_of(a.pid(), "01") > 0) connected = true, listening = sockets_of(a.pid(), "0A");  // while its flow is up
   }
@@ -1181,6 +1183,8 @@ TEST(Replay, TwoHellosForOneFlowAreNotBothAccepted) {
   }
   std::vector<frame::AcceptStatus> answers;
   for (const UniqueFd& fd : fds) {
+    const timeval wait{10, 0};  // an agent that never answers fails the test, not hangs it
+    ASSERT_EQ(::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait), 0);
     std::array<std::byte, frame::kAcceptSize> reply{};
     ASSERT_EQ(::read(fd.get(), reply.data(), reply.size()), static_cast<ssize_t>(reply.size()));
     const auto status = frame::decode_accept(reply);

@@ -280,6 +280,7 @@ TEST(ImportedOps, WrittenAndReadBackFieldByField) {
   };
   EXPECT_EQ(refused(R"({"ops": [{"pid": 1}, {"pid": "7"}]})"), file + ": op 2: 'pid' must be a whole number");
   EXPECT_EQ(refused(R"({"ops": [{"name": 3}]})"), file + ": op 1: 'name' must be a string");
+  EXPECT_EQ(refused(R"({"ops": [{"thread": {"a": 1}}]})"), file + ": op 1: 'thread' must be a string");
   EXPECT_EQ(refused(R"({"format": "tensorwire-ops"})"), file + ": not an imported-ops file (no ops array)");
   EXPECT_EQ(refused(R"([{"pid": 1}])"), file + ": not an imported-ops file (no ops array)");
 }

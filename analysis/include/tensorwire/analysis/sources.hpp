@@ -22,9 +22,10 @@ std::string run_profile_path(const std::string& dir);
 // summary naming /etc/shadow made every reader print its lines).
 Profile load_run_profile(const std::string& dir);
 
-// What failed the run in `dir`: run.json's error, else, for the runs that write
-// no run.json (`replay --local`, agents started by hand), the lowest rank whose
-// summary says it did not finish, with its error ("rank R did not finish: ...").
+// What failed the run in `dir`: run.json's error, or, for the runs that write no
+// run.json (`replay --local`, agents started by hand), the lowest rank whose
+// summary says it did not finish, with its error ("rank R did not finish: ..."),
+// among the ranks from 0 to the first without a summary.
 // Empty when nothing failed. Throws std::runtime_error naming a malformed file.
 std::string run_failure(const std::string& dir);
 
