@@ -36,8 +36,20 @@ constexpr std::int64_t kClockSlack = 3600LL * 1'000'000'000LL;
 
 }  // namespace
 
-TimeSpan capture_span(const std::string& dir) {
-  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+namespace {
+
+// What the session files of `dir` say of its captures' times: when the first
+// started, and whether every one has ended (a directory without a session file,
+// copied without it or older, counts as ended). A session file that does not
+// read, or does not say, bounds nothing here; the wire reader reports what is
+// wrong with it. Read once for both (it was read apart for each).
+struct SessionTimes {
+  std::int64_t first_start = std::numeric_limits<std::int64_t>::max();  // max: none known
+  bool all_ended = true;
+};
+
+SessionTimes session_times(const std::string& dir) {
+  SessionTimes t;
   for (const std::string& file : capture_dir::session_files(dir)) {
     nlohmann::json c;
     try {
@@ -45,11 +57,18 @@ TimeSpan capture_span(const std::string& dir) {
     } catch (const std::exception&) {
       continue;
     }
-    const auto started = c.is_object() ? c.find("started_ns") : c.end();
-    if (started == c.end() || !started->is_number_integer()) continue;
-    const auto at = started->get<std::int64_t>();
-    if (at > 0) first = std::min(first, at);
+    if (!c.is_object()) continue;
+    const auto started = c.find("started_ns");
+    if (started != c.end() && started->is_number_integer() && started->get<std::int64_t>() > 0) {
+      t.first_start = std::min(t.first_start, started->get<std::int64_t>());
+    }
+    const auto ended = c.find("ended_ns");
+    if (ended == c.end() || !ended->is_number_integer() || ended->get<std::int64_t>() <= 0) t.all_ended = false;
   }
+  return t;
+}
+
+TimeSpan span_from(std::int64_t first) {
   TimeSpan s;
   if (first == std::numeric_limits<std::int64_t>::max()) return s;
   const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -60,24 +79,11 @@ TimeSpan capture_span(const std::string& dir) {
   return s;
 }
 
-namespace {
+}  // namespace
 
-// Whether every capture that wrote into `dir` has ended (its session file says
-// when); a directory without a session file (copied without it, or older) is
-// taken as ended.
-bool captures_ended(const std::string& dir) {
-  for (const std::string& file : capture_dir::session_files(dir)) {
-    nlohmann::json c;
-    try {
-      c = read_json_file(file);
-    } catch (const std::exception&) {
-      continue;  // the wire reader says what is wrong with it
-    }
-    const auto ended = c.is_object() ? c.find("ended_ns") : c.end();
-    if (ended == c.end() || !ended->is_number_integer() || ended->get<std::int64_t>() <= 0) return false;
-  }
-  return true;
-}
+TimeSpan capture_span(const std::string& dir) { return span_from(session_times(dir).first_start); }
+
+namespace {
 
 std::string event_at(const ProcessTrace& t) { return t.file + ": event " + std::to_string(t.event_count() + 1); }
 
@@ -225,7 +231,8 @@ std::vector<ProcessTrace> read_capture_dir(const std::string& dir) {
   // or space left): once every capture that wrote into the directory has ended,
   // events without a description are damage. While one runs, that process is
   // left out, as one that has just started.
-  if (!events.empty() && captures_ended(dir)) {
+  const SessionTimes sessions = session_times(dir);
+  if (!events.empty() && sessions.all_ended) {
     for (const fs::path& twt : events) {
       fs::path description = twt;
       description.replace_extension(capture_dir::kDescriptionExtension);
@@ -239,7 +246,7 @@ std::vector<ProcessTrace> read_capture_dir(const std::string& dir) {
   }
   std::sort(files.begin(), files.end());
   std::vector<ProcessTrace> out;
-  const TimeSpan span = capture_span(dir);
+  const TimeSpan span = span_from(sessions.first_start);
   for (const auto& f : files) out.push_back(naming_file_on_oom(f.string(), [&] { return read_one(f, span); }));
   std::sort(out.begin(), out.end(), [](const ProcessTrace& a, const ProcessTrace& b) { return a.pid < b.pid; });
   return out;
