@@ -255,23 +255,17 @@ token_and_api() {
   # slow, so fewer connections, the log's lines still counted.
   local sanitized=0
   [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ] && sanitized=1
-  $PY - $p $tok $ctl $sanitized <<'PY' || return 1
-import base64, os, socket, sys
-port, token, pid, sanitized = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+  $PY - "$SRC/tests/integration" $p $tok $ctl $sanitized <<'PY' || return 1
+import socket, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from ws_frames import upgrade
+port, token, pid, sanitized = int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5] == "1"
 def rss_kb():
     return int(next(l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")).split()[1])
 def upgrade_and_leave():
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
-    key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall((f"GET /agent HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nUpgrade: websocket\r\n"
-               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        got = s.recv(4096)
-        assert got, "closed before the upgrade"
-        buf += got
-    assert b" 101 " in buf.split(b"\r\n")[0], buf
-    s.close()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        upgrade(s, "/agent", token)
 for _ in range(300):
     upgrade_and_leave()
 if not sanitized:

@@ -5,27 +5,17 @@
 # that rank as done. Prints the last message the controller sent (or "closed").
 # The token comes from TW_TOKEN; the profile's rank asked for has no flow.
 # Usage: empty_upload.py PORT RANK SECONDS   (controller_test.sh)
-import base64, json, os, socket, sys, time
+import json, os, sys, time
 sys.dont_write_bytecode = True  # nothing written into the source tree
-from ws_frames import Reader, dial, frame
+from ws_frames import Reader, dial, frame, upgrade
 port, rank, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 deadline = time.monotonic() + seconds
 s = dial(port, deadline)
 s.settimeout(seconds)
-key = base64.b64encode(os.urandom(16)).decode()
-s.sendall((f"GET /agent HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-           f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-           f"Authorization: Bearer {os.environ['TW_TOKEN']}\r\n\r\n").encode())
-buf = b""
-while b"\r\n\r\n" not in buf:
-    chunk = s.recv(4096)
-    if not chunk:
-        sys.exit("closed before the upgrade")
-    buf += chunk
-head, buf = buf.split(b"\r\n\r\n", 1)
-if not head.startswith(b"HTTP/1.1 101"):
-    sys.exit("no upgrade: " + head.decode(errors="replace").splitlines()[0])
-
+try:
+    buf = upgrade(s, "/agent", os.environ["TW_TOKEN"])
+except ConnectionError as e:
+    sys.exit(str(e))
 
 def send(message):
     s.sendall(frame(1, json.dumps(message).encode()))

@@ -1,6 +1,7 @@
-# WebSocket frames as a client sends and reads them, for the test scripts that play
-# an agent or a feed by hand (late_agent.py, empty_upload.py).
-import os, socket, struct, sys, time
+# WebSocket upgrades and frames as a client makes and reads them, for the test
+# scripts that play an agent or a feed by hand (late_agent.py, empty_upload.py,
+# controller_test.sh).
+import base64, os, socket, struct, sys, time
 
 
 def dial(port, deadline):
@@ -13,6 +14,24 @@ def dial(port, deadline):
             if time.monotonic() > deadline:
                 sys.exit("never reached the controller")
             time.sleep(0.05)
+
+
+def upgrade(s, path, token):
+    """Upgrades connection `s` to a WebSocket at `path`, with the run's token.
+    Returns the bytes read past the response; raises when there is no 101."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer {token}\r\n\r\n").encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(4096)
+        if not chunk:
+            raise ConnectionError("closed before the upgrade")
+        buf += chunk
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    if not head.startswith(b"HTTP/1.1 101"):
+        raise ConnectionError("no upgrade: " + head.decode(errors="replace").splitlines()[0])
+    return rest
 
 
 def frame(opcode, payload):
