@@ -16,7 +16,7 @@ build=${BUILD_DIR:-build-bench}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTW_TESTS=OFF -DTW_BENCH=ON >/dev/null
 ninja -C "$build" > "$build/bench-build.log" 2>&1 || { tail -30 "$build/bench-build.log"; exit 1; }
 
-all=(profile_load profile_build view chrome_import sim dataplane flows shared_cores controller setup testbed capture)
+all=(profile_load profile_build view chrome_import sim dataplane flows naps shared_cores controller setup testbed capture)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 machine() {
@@ -45,6 +45,7 @@ for name in "${names[@]}"; do
     sim) "$build/bench/sim_bench" 3 > "$out.new" ;;
     dataplane) bash bench/dataplane.sh "$build" > "$out.new" ;;
     flows) bash bench/flows.sh "$build" > "$out.new" ;;
+    naps) bash bench/naps.sh "$build" > "$out.new" ;;
     shared_cores) bash bench/shared_cores.sh "$build" > "$out.new" ;;
     controller) bash bench/controller.sh "$build" > "$out.new" ;;
     setup) "$build/bench/setup_bench" 5 > "$out.new" ;;

@@ -104,6 +104,7 @@ int run_agent_command(const AgentArgs& a) {
   c.executor = executor_options_for(s, a.replay.slowdown);
   c.spin = s.spin;
   c.read_gap = s.read_gap;
+  c.read_nap = s.read_nap;
   c.delay = s.delay;
   c.connect_timeout = s.connect_timeout;
   c.idle_timeout = s.idle_timeout;

@@ -23,6 +23,13 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
                   "to process (small messages: docs/BENCHMARKS.md). Receive times stay when the socket was seen to hold "
                   "each message; results say the gap (0: every read at once; at most 1000)")
       ->capture_default_str();
+  app->add_option("--read-nap-us", a.read_nap_us,
+                  "Where the machine has no core to spare (or --spin-us is 0), a flow whose socket ran dry amid a long "
+                  "message sleeps this long with its I/O thread's other flows, out of epoll, instead of being woken by "
+                  "each arrival, while the rest of the message cannot arrive within two naps at its rate so far: fewer "
+                  "wake-ups, each taking a sender's core (docs/BENCHMARKS.md, Naps). A message's last byte is read as "
+                  "it comes; results count the naps (0: none; at most 1000)")
+      ->capture_default_str();
   app->add_option("--delay-us", a.delay_us, "Emulated one-way latency added to every received message")
       ->check(finite_range(0.0, 3.6e9));
   app->add_option("--iterations", a.iterations, "Replay this many iterations instead of the profile's")

@@ -97,11 +97,13 @@ TEST(Control, SettingsRoundTripAndBadFieldsAreNamed) {
   s.open_loop_period = 99;
   s.spin = 20000;
   s.read_gap = 15000;
+  s.read_nap = 200000;
   s.delay = 5;
   s.tx_timestamps = false;
   const RunSettings t = run_settings_from_json(to_json(s));
   EXPECT_EQ(t.iterations, 7u);
   EXPECT_EQ(t.read_gap, 15000);
+  EXPECT_EQ(t.read_nap, 200000);
   EXPECT_EQ(t.open_loop_offsets, s.open_loop_offsets);
   EXPECT_EQ(t.open_loop_period, 99);
   EXPECT_FALSE(t.tx_timestamps);
@@ -122,6 +124,16 @@ TEST(Control, SettingsRoundTripAndBadFieldsAreNamed) {
   EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
   j["read_gap_ns"] = -1;
   EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
+  // Nor a nap longer than kMostReadNap: what arrives meanwhile waits.
+  j = to_json(s);
+  j["read_nap_ns"] = kMostReadNap + 1;
+  EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
+  j["read_nap_ns"] = -1;
+  EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
+  j["read_nap_ns"] = "long";
+  EXPECT_THROW(run_settings_from_json(j), std::runtime_error);
+  j.erase("read_nap_ns");  // from a controller before it: no naps
+  EXPECT_EQ(run_settings_from_json(j).read_nap, 0);
   // The congestion control travels as a name the kernel could know, or empty.
   s.congestion_control = "cubic";
   EXPECT_EQ(run_settings_from_json(to_json(s)).congestion_control, "cubic");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -87,9 +88,27 @@ TEST(RunSettings, FromTheOptionsWithDelaysStretched) {
   EXPECT_FALSE(s.tx_timestamps);
   EXPECT_EQ(s.connect_timeout, 2 * kSecond);
   EXPECT_EQ(s.idle_timeout, 60 * kSecond);
+  EXPECT_EQ(s.read_nap, 200 * kMicro) << "on by default, and not stretched: it is about this host's reads";
   const ExecutorOptions e = executor_options_for(s, 1.5);
   EXPECT_EQ(e.iterations, 7U);
   EXPECT_EQ(e.slowdown, 1.5);
+}
+
+TEST(RunSettings, ANapIsFromZeroToAMillisecond) {
+  ReplayOptions o;
+  o.read_nap_us = 0;
+  EXPECT_EQ(make_run_settings(mlp(), o, {}).read_nap, 0);
+  o.read_nap_us = 1000;
+  EXPECT_EQ(make_run_settings(mlp(), o, {}).read_nap, kMostReadNap);
+  for (const double bad : {-1.0, 1000.5, std::nan("")}) {
+    o.read_nap_us = bad;
+    try {
+      make_run_settings(mlp(), o, {});
+      ADD_FAILURE() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_STREQ(e.what(), "--read-nap-us must be from 0 to 1000");
+    }
+  }
 }
 
 TEST(RunSettings, OpenLoopIsPlannedOnALinkAsMuchSlowerAsTheReplay) {
@@ -153,6 +172,13 @@ TEST(RunSettings, AgentArgumentsCarryTheOptions) {
   const auto gap = std::find(args.begin(), args.end(), "--read-gap-us");
   ASSERT_NE(gap, args.end());
   EXPECT_EQ(*std::next(gap), "0");
+  // So are the naps, told only when they differ from the default.
+  EXPECT_EQ(std::count(args.begin(), args.end(), "--read-nap-us"), 0);
+  o.read_nap_us = 0;
+  const auto no_naps = agent_arguments(o, {.local_agents = 4, .cores = 2});
+  const auto nap = std::find(no_naps.begin(), no_naps.end(), "--read-nap-us");
+  ASSERT_NE(nap, no_naps.end());
+  EXPECT_EQ(*std::next(nap), "0");
   o.congestion_control = "reno";
   const auto with_cc = agent_arguments(o, {.local_agents = 4, .cores = 2});
   const auto cc = std::find(with_cc.begin(), with_cc.end(), "--congestion-control");

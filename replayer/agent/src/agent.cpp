@@ -116,6 +116,12 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
       for (std::size_t t = 0; t < threads_; ++t) spare_cores_.push_back(std::make_unique<MachineSpareCores>(cores));
     }
+    // Naps (read_nap.hpp) only where a flow would otherwise sleep in epoll for
+    // want of a spare core: they are asked of a flow without a spin, or whose
+    // look was skipped.
+    if (c.read_nap > 0) {
+      for (std::size_t t = 0; t < threads_; ++t) nap_groups_.push_back(std::make_unique<NapGroup>(io(t), c.read_nap));
+    }
     copy_cursors_.resize(threads_);
     Bytes largest = frame::kHeaderSize;
     for (const Op& op : p_.ops) {
@@ -148,6 +154,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         s.spin = c.spin;
         s.spare_cores = spare_cores_.empty() ? nullptr : spare_cores_[t].get();
         s.read_gap = c.read_gap;
+        s.naps = nap_groups_.empty() ? nullptr : nap_groups_[t].get();
         s.read_buffer = read_buffers_[t];
         s.iterations = iterations_;
         s.realtime_offset = realtime_offset_;
@@ -763,6 +770,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       s.bytes_received += in->bytes();
       s.looks += in->looks();
       s.looks_skipped += in->looks_skipped();
+      s.naps += in->naps();
     }
     s.records_written = recorder_.written();
     s.records_dropped = recorder_.dropped();
@@ -771,6 +779,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     s.slowdown = c_.executor.slowdown;
     s.spin = c_.spin;
     s.read_gap = c_.read_gap;
+    s.read_nap = c_.read_nap;
     s.delay = c_.delay;
     s.tx_timestamps = c_.tx_timestamps;
     s.tx_stamp_every = c_.tx_stamp_every;
@@ -831,6 +840,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   std::vector<std::byte> payload_;
   std::vector<std::vector<std::byte>> read_buffers_;  // one per I/O thread, shared by its incoming flows
   std::vector<std::unique_ptr<MachineSpareCores>> spare_cores_;  // one per I/O thread, for its incoming flows
+  std::vector<std::unique_ptr<NapGroup>> nap_groups_;  // one per I/O thread, for its incoming flows' naps
   std::vector<CopyCursor> copy_cursors_;               // one per I/O thread, shared by its outgoing flows
   std::vector<std::uint32_t> recv_seen_;
   std::vector<int> slot_of_flow_;

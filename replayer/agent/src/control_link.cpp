@@ -343,6 +343,7 @@ class ControlLink final : public AgentLink {
     config_.executor = executor_options_for(m.settings, m.slowdown);
     config_.spin = m.settings.spin;
     config_.read_gap = m.settings.read_gap;
+    config_.read_nap = m.settings.read_nap;
     config_.delay = m.settings.delay;
     config_.connect_timeout = m.settings.connect_timeout;
     config_.idle_timeout = m.settings.idle_timeout;

@@ -3,9 +3,11 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <stdexcept>
 #include <system_error>
 
@@ -22,7 +24,15 @@ using boost::system::error_code;
 
 IncomingFlow::IncomingFlow(asio::io_context& ctx, const Profile& p, FlowIndex flow, RankId rank, Settings s,
                            std::vector<std::uint32_t>& seen, Recorder::Producer& recorder, Events& events)
-    : p_(p), flow_(flow), rank_(rank), s_(s), seen_(seen), recorder_(recorder), events_(events), delay_timer_(ctx, s.spin) {
+    : p_(p),
+      flow_(flow),
+      rank_(rank),
+      s_(s),
+      seen_(seen),
+      recorder_(recorder),
+      events_(events),
+      nap_(s.naps != nullptr ? s.naps->length() : 0),
+      delay_timer_(ctx, s.spin) {
   if (s_.read_buffer.size() <= kCopySlack) {
     throw std::invalid_argument("IncomingFlow: a read buffer of " + std::to_string(s_.read_buffer.size()) + " bytes");
   }
@@ -31,11 +41,19 @@ IncomingFlow::IncomingFlow(asio::io_context& ctx, const Profile& p, FlowIndex fl
   }
 }
 
+// A socket out of epoll for a nap is no longer sock_'s to close.
+IncomingFlow::~IncomingFlow() {
+  if (released_) ::close(fd_);
+}
+
 void IncomingFlow::adopt(tcp::socket sock, std::string peer) {
   sock_.emplace(std::move(sock));
   peer_ = std::move(peer);
   error_code ec;
   sock_->non_blocking(true, ec);
+  fd_ = sock_->native_handle();
+  const auto local = sock_->local_endpoint(ec);
+  if (!ec) protocol_ = local.protocol();
   // The receiving socket's algorithm stands for the sender's, which decides how
   // the bytes arrive: the same under --congestion-control, and otherwise each
   // host's default (the hosts of a cluster usually share one).
@@ -46,8 +64,16 @@ void IncomingFlow::adopt(tcp::socket sock, std::string peer) {
 void IncomingFlow::read() { wait_readable(); }
 
 void IncomingFlow::close() {
+  if (s_.naps != nullptr) s_.naps->leave(*this);
+  if (released_) {
+    ::close(fd_);  // out of the I/O loop for a nap: sock_ no longer holds it
+    released_ = false;
+    fd_ = -1;
+    return;
+  }
   error_code ignored;
   if (sock_) sock_->close(ignored);
+  fd_ = -1;
 }
 
 std::string IncomingFlow::where() const {
@@ -56,6 +82,16 @@ std::string IncomingFlow::where() const {
 }
 
 void IncomingFlow::wait_readable() {
+  if (released_) {  // back into the I/O loop's epoll after naps
+    error_code ec;
+    sock_->assign(protocol_, fd_, ec);
+    if (ec) {
+      events_.failed(where() + ": " + ec.message());
+      return;
+    }
+    released_ = false;
+  }
+  nap_.slept_in_epoll();
   sock_->async_wait(tcp::socket::wait_read, [this](const error_code& ec) {
     if (events_.stopped()) return;
     if (ec) {
@@ -72,7 +108,7 @@ void IncomingFlow::wait_readable() {
 // system time per byte). After kReadsPerTurn reads the flow yields its thread
 // to the others (a flow that never runs dry would hold it for good).
 void IncomingFlow::read_some() {
-  const int fd = sock_->native_handle();
+  const int fd = fd_;
   if (too_soon(fd)) {
     read_later();
     return;
@@ -87,10 +123,12 @@ void IncomingFlow::read_some() {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        nap_.ran_dry();
         if (keep_looking()) {
           read_later();
           return;
         }
+        if (nap()) return;
         set_low_water(fd);
         wait_readable();
         return;
@@ -100,13 +138,19 @@ void IncomingFlow::read_some() {
     }
     read_at_ = mono_now();
     dry_since_ = 0;
+    nap_.read(static_cast<std::uint64_t>(n));
     events_.progress();
+    const std::uint64_t before = messages_;
     if (auto bad = decoder_.feed(std::span<const std::byte>(at, static_cast<std::size_t>(n)), *this)) {
       events_.failed(where() + ": bad frame: " + *bad);
       return;
     }
     sightings_.consumed(decoder_.bytes());
     if (events_.stopped()) return;
+    // Only a read that ended a message gives the ops something to act on; the
+    // others of a long message would each cost a post to the agent's thread
+    // and, when it slept, a wake-up (64 a message of 8 MiB).
+    if (messages_ == before) continue;
     events_.after_events();
     if (events_.stopped()) return;
   }
@@ -180,11 +224,13 @@ bool IncomingFlow::sight(int fd, Nanos now) {
 // of a stream, and a receiver spinning 500 us after every message (--spin-us 500)
 // took the sender's core often enough to double its start error's p99.
 bool IncomingFlow::keep_looking() {
-  if (s_.spin <= 0) return false;
+  crowded_ = s_.spin <= 0;
+  if (crowded_) return false;
   const Nanos now = mono_now();
   if (dry_since_ == 0) {
     if (s_.spare_cores != nullptr && !s_.spare_cores->spare(now)) {
       ++looks_skipped_;
+      crowded_ = true;
       return false;
     }
     ++looks_;
@@ -193,6 +239,30 @@ bool IncomingFlow::keep_looking() {
   if (now - dry_since_ < std::min(s_.spin, kMostLook)) return true;
   dry_since_ = 0;
   return false;
+}
+
+// Instead of sleeping in epoll, where no core is spare and the rest of a long
+// message is far off (read_nap.hpp): the socket leaves the I/O loop's epoll,
+// whose next arrival would wake the thread, until the flow sleeps there again
+// (wait_readable()), and the flow reads again when the nap ends. Leaving and
+// coming back cost a system call each, once for a run of naps.
+bool IncomingFlow::nap() {
+  if (!crowded_ || s_.naps == nullptr) return false;
+  const Nanos now = mono_now();
+  if (!nap_.worth(now, first_byte_, decoder_.bytes() - message_at_, decoder_.payload_remaining())) return false;
+  if (!released_) {
+    error_code ec;
+    sock_->release(ec);
+    if (ec) return false;
+    released_ = true;
+  }
+  nap_.began();
+  s_.naps->nap(*this, now);
+  return true;
+}
+
+void IncomingFlow::nap_ended() {
+  if (fd_ >= 0 && !events_.stopped()) read_some();
 }
 
 // Before a wait, where the connection paces its sender (use_low_water_): wake
@@ -240,7 +310,10 @@ std::string IncomingFlow::validate(const frame::Header& h) {
   return {};
 }
 
-void IncomingFlow::begin(const frame::Header&) { first_byte_ = sightings_.arrived(decoder_.bytes(), read_at_); }
+void IncomingFlow::begin(const frame::Header&) {
+  first_byte_ = sightings_.arrived(decoder_.bytes(), read_at_);
+  message_at_ = decoder_.bytes();
+}
 
 void IncomingFlow::complete(const frame::Header& h) {
   ++seen_[op_];

@@ -18,6 +18,8 @@
 
 #include "compute_pacer.hpp"
 #include "precise_timer.hpp"
+#include "nap_group.hpp"
+#include "read_nap.hpp"
 #include "recorder.hpp"
 #include "sightings.hpp"
 #include "spare_cores.hpp"
@@ -27,7 +29,7 @@
 
 namespace tw {
 
-class IncomingFlow final : private frame::Decoder::Callbacks {
+class IncomingFlow final : private frame::Decoder::Callbacks, private NapGroup::Napper {
  public:
   // What the flow tells its owner; called on the I/O thread, must not throw.
   struct Events {
@@ -60,6 +62,10 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
     // a flow reads no sooner than this after its last read that returned bytes
     // (read_some()).
     Nanos read_gap = 0;
+    // Where no core is spare, a flow that ran dry in the middle of a long
+    // message naps with the I/O thread's other flows, out of epoll, instead of
+    // being woken by each arrival (read_nap.hpp). Null: it sleeps in epoll.
+    NapGroup* naps = nullptr;
     // Where reads land: shared by the flows of one I/O thread (a read is
     // decoded before the next begins), so that memory grows with the threads,
     // not with the flows. Must outlive the flow and hold more than kCopySlack
@@ -76,6 +82,9 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   // incoming flows. Everything must outlive the flow.
   IncomingFlow(boost::asio::io_context& ctx, const Profile& p, FlowIndex flow, RankId rank, Settings s,
                std::vector<std::uint32_t>& seen, Recorder::Producer& recorder, Events& events);
+  ~IncomingFlow() override;
+  IncomingFlow(const IncomingFlow&) = delete;
+  IncomingFlow& operator=(const IncomingFlow&) = delete;
 
   // The handshake is done: takes the socket (of the flow's io_context)...
   void adopt(boost::asio::ip::tcp::socket sock, std::string peer);
@@ -96,6 +105,8 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   // of a spare core (keep_looking()).
   std::uint64_t looks() const { return looks_; }
   std::uint64_t looks_skipped() const { return looks_skipped_; }
+  // Naps taken out of epoll (read_nap.hpp).
+  std::uint64_t naps() const { return nap_.naps(); }
 
  private:
   struct Delivery {
@@ -116,6 +127,8 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   void read_some();
   void read_later();
   bool keep_looking();
+  bool nap();
+  void nap_ended() override;
   bool too_soon(int fd);
   bool sight(int fd, Nanos now);
   void peer_closed();
@@ -134,7 +147,15 @@ class IncomingFlow final : private frame::Decoder::Callbacks {
   Recorder::Producer& recorder_;
   Events& events_;
   std::uint64_t expected_ = 0;  // messages in the run
+  std::uint64_t message_at_ = 0;  // the stream position where the message being received began
   std::optional<boost::asio::ip::tcp::socket> sock_;
+  // The socket's descriptor, also while it is out of the I/O loop's epoll for a
+  // nap (released_: sock_ no longer holds it).
+  int fd_ = -1;
+  bool released_ = false;
+  boost::asio::ip::tcp protocol_ = boost::asio::ip::tcp::v4();
+  ReadNap nap_;
+  bool crowded_ = false;  // the last dry socket was not looked at: no core spare, or no spin
   std::string peer_;
   frame::Decoder decoder_;
   Nanos read_at_ = 0;  // when the read being decoded returned

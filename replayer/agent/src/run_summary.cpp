@@ -24,9 +24,9 @@ std::string RunSummary::json() const {
   j["counters"] = {{"messages_sent", messages_sent},       {"bytes_sent", bytes_sent},
                    {"messages_received", messages_received}, {"bytes_received", bytes_received},
                    {"records_written", records_written},   {"records_dropped", records_dropped},
-                   {"tx_timestamps_lost", tx_timestamps_lost}, {"looks", looks}, {"looks_skipped", looks_skipped},
+                   {"tx_timestamps_lost", tx_timestamps_lost}, {"looks", looks}, {"looks_skipped", looks_skipped}, {"naps", naps},
                    {"max_rss_kib", max_rss_kib}};
-  j["options"] = {{"open_loop", open_loop}, {"slowdown", slowdown}, {"spin_ns", spin}, {"read_gap_ns", read_gap}, {"delay_ns", delay},
+  j["options"] = {{"open_loop", open_loop}, {"slowdown", slowdown}, {"spin_ns", spin}, {"read_gap_ns", read_gap}, {"read_nap_ns", read_nap}, {"delay_ns", delay},
                   {"tx_timestamps", tx_timestamps}, {"tx_stamp_every", tx_stamp_every}, {"tx_sched_flows", tx_sched_flows},
                   {"io_threads", io_threads}, {"pinned_cores", pinned_cores}, {"realtime", realtime},
                   {"realtime_applied", realtime_applied}, {"sched_batch", sched_batch},

@@ -25,11 +25,13 @@ struct RunSummary {
   std::uint64_t messages_sent = 0, bytes_sent = 0, messages_received = 0, bytes_received = 0;
   std::uint64_t records_written = 0, records_dropped = 0, tx_timestamps_lost = 0;
   std::uint64_t looks = 0, looks_skipped = 0;  // at dry sockets (IncomingFlow::looks())
+  std::uint64_t naps = 0;  // IncomingFlow::naps()
   long max_rss_kib = 0;
   bool open_loop = false;
   double slowdown = 1.0;
   Nanos spin = 0, delay = 0;
   Nanos read_gap = 0;  // --read-gap-us: deliveries nobody waited for up to it late
+  Nanos read_nap = 0;  // --read-nap-us
   bool tx_timestamps = true;
   std::uint32_t tx_stamp_every = 1;  // >1: transmit timestamps of every Nth message only (sampled)
   std::uint64_t tx_sched_flows = 0;  // outgoing flows that asked for TX_SCHED

@@ -66,6 +66,10 @@ RunSettings make_run_settings(const Profile& replayed, const ReplayOptions& o, c
   // Not stretched with a time-scaled profile: like the spin, it is about this
   // host's reads, not the replayed network.
   s.read_gap = static_cast<Nanos>(std::llround(o.read_gap_us * 1e3));
+  if (!(o.read_nap_us >= 0) || o.read_nap_us * kMicro > static_cast<double>(kMostReadNap)) {
+    throw std::invalid_argument("--read-nap-us must be from 0 to " + std::to_string(kMostReadNap / kMicro));
+  }
+  s.read_nap = static_cast<Nanos>(std::llround(o.read_nap_us * 1e3));
   s.delay = where.scale.stretch(o.delay_us * 1e3);
   s.tx_timestamps = !o.no_tx_timestamps;
   if (o.tx_stamp_every < 1) throw std::invalid_argument("--tx-stamp-every must be 1 or more");
@@ -102,6 +106,7 @@ std::vector<std::string> agent_arguments(const ReplayOptions& o, const RunPlacem
                                    "--idle-timeout",    fmt::format("{}", o.idle_timeout_s)};
   if (o.open_loop) args.push_back("--open-loop");
   if (o.read_gap_us != ReplayOptions{}.read_gap_us) args.insert(args.end(), {"--read-gap-us", fmt::format("{}", o.read_gap_us)});
+  if (o.read_nap_us != ReplayOptions{}.read_nap_us) args.insert(args.end(), {"--read-nap-us", fmt::format("{}", o.read_nap_us)});
   if (o.no_tx_timestamps) args.push_back("--no-tx-timestamps");
   if (o.tx_stamp_every != 1) args.insert(args.end(), {"--tx-stamp-every", std::to_string(o.tx_stamp_every)});
   if (o.tx_sched != "auto") args.insert(args.end(), {"--tx-sched", o.tx_sched});

@@ -29,7 +29,7 @@ std::optional<TxSched> tx_sched_from(const std::string& s) {
 nlohmann::json to_json(const RunSettings& s) {
   return {{"iterations", s.iterations},       {"open_loop", s.open_loop},
           {"open_loop_offsets_ns", s.open_loop_offsets}, {"open_loop_period_ns", s.open_loop_period}, {"spin_ns", s.spin},
-          {"read_gap_ns", s.read_gap},        {"delay_ns", s.delay},              {"tx_timestamps", s.tx_timestamps},
+          {"read_gap_ns", s.read_gap},        {"read_nap_ns", s.read_nap},        {"delay_ns", s.delay},              {"tx_timestamps", s.tx_timestamps},
           {"tx_stamp_every", s.tx_stamp_every}, {"tx_sched", to_string(s.tx_sched)},
           {"io_threads", s.io_threads},       {"machine_agents", s.machine_agents}, {"pin", s.pin},                   {"realtime", s.realtime},
           {"sched_batch", s.sched_batch},     {"congestion_control", s.congestion_control},
@@ -58,6 +58,8 @@ RunSettings run_settings_from_json(const nlohmann::json& j) {
   s.open_loop_period = field<Nanos>(j, "open_loop_period_ns");
   s.spin = field<Nanos>(j, "spin_ns");
   s.read_gap = field<Nanos>(j, "read_gap_ns");
+  // Optional: a controller from before it sends none (no naps).
+  if (j.contains("read_nap_ns")) s.read_nap = field<Nanos>(j, "read_nap_ns");
   s.delay = field<Nanos>(j, "delay_ns");
   s.tx_timestamps = field<bool>(j, "tx_timestamps");
   s.tx_stamp_every = field<std::uint32_t>(j, "tx_stamp_every");
@@ -82,7 +84,7 @@ RunSettings run_settings_from_json(const nlohmann::json& j) {
   s.connect_timeout = field<Nanos>(j, "connect_timeout_ns");
   s.idle_timeout = field<Nanos>(j, "idle_timeout_ns");
   if (s.open_loop && s.open_loop_period <= 0) throw std::runtime_error("settings: open loop without a period");
-  if (s.spin < 0 || s.read_gap < 0 || s.read_gap > kMostReadGap || s.delay < 0 || s.connect_timeout <= 0 || s.idle_timeout <= 0 || s.tx_stamp_every < 1 ||
+  if (s.spin < 0 || s.read_gap < 0 || s.read_gap > kMostReadGap || s.read_nap < 0 || s.read_nap > kMostReadNap || s.delay < 0 || s.connect_timeout <= 0 || s.idle_timeout <= 0 || s.tx_stamp_every < 1 ||
       s.io_threads > kMaxIoThreads) {
     throw std::runtime_error("settings: a value is out of range");
   }

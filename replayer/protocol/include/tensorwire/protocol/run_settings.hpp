@@ -33,6 +33,9 @@ struct RunSettings {
   // A flow that ran dry is read again no sooner than this after its last read
   // that returned bytes (while it looks again, within its spin); 0: at once.
   Nanos read_gap = 0;
+  // Where no core is spare, a flow that ran dry amid a long message naps this
+  // long with its I/O thread's others, out of epoll; 0: it sleeps in epoll.
+  Nanos read_nap = 0;
   Nanos delay = 0;
   bool tx_timestamps = true;
   std::uint32_t tx_stamp_every = 1;  // transmit timestamps of every Nth message of a flow
@@ -71,6 +74,8 @@ inline constexpr std::uint32_t kFlowsPerIoThread = 4;
 std::uint32_t automatic_io_threads(std::uint64_t flows, std::uint64_t cores, std::uint64_t machine_agents);
 // The longest read gap: a flow spins this long at most before each look.
 inline constexpr Nanos kMostReadGap = 1000 * kMicro;
+// The longest nap: what arrives meanwhile waits in the socket.
+inline constexpr Nanos kMostReadNap = 1000 * kMicro;
 
 nlohmann::json to_json(const RunSettings& s);
 // Throws std::runtime_error naming the field on a missing or mistyped one.
