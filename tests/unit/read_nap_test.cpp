@@ -3,8 +3,12 @@
 // socket, no clock.
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
 #include <cstdint>
+#include <functional>
 
+#include "clock.hpp"
+#include "nap_group.hpp"
 #include "read_nap.hpp"
 
 namespace tw {
@@ -86,6 +90,74 @@ TEST(NapDeadline, ANapLastsItsLengthAfterTheLastFlowRanDryAndAtMostTwoAfterTheFi
   EXPECT_FALSE(d.napping());
   d.dry(5000 * kMicro);
   EXPECT_EQ(d.due(), 5200 * kMicro) << "the next nap starts afresh";
+}
+
+// NapGroup on a real io_context and clock: what it wakes, and never before its
+// deadline (how long after is the scheduler's; not asserted).
+struct Napper final : NapGroup::Napper {
+  int woke = 0;
+  Nanos at = 0;
+  std::function<void()> then;
+  void nap_ended() override {
+    ++woke;
+    at = mono_now();
+    if (then) then();
+  }
+};
+
+constexpr Nanos kShortNap = 2000 * kMicro;
+
+TEST(NapGroup, WakesItsNappersTogetherANapAfterTheLastRanDry) {
+  boost::asio::io_context ctx;
+  NapGroup group(ctx, kShortNap);
+  Napper a, b;
+  const Nanos t0 = mono_now();
+  group.nap(a, t0);
+  group.nap(b, t0 + kShortNap / 2);  // ran dry half a nap later: the nap ends a nap after that
+  EXPECT_TRUE(group.napping(a));
+  ctx.run();
+  EXPECT_EQ(a.woke, 1);
+  EXPECT_EQ(b.woke, 1);
+  EXPECT_GE(a.at, t0 + kShortNap * 3 / 2) << "the timer armed for the first was pushed";
+  EXPECT_GE(b.at, a.at) << "woken in the order they napped";
+  EXPECT_FALSE(group.napping(a));
+}
+
+TEST(NapGroup, ALeaverIsNotWokenAndTheLastToLeaveEndsTheNap) {
+  boost::asio::io_context ctx;
+  NapGroup group(ctx, kShortNap);
+  Napper a, b;
+  group.nap(a, mono_now());
+  group.nap(b, mono_now());
+  group.leave(a);  // closed
+  ctx.run();
+  EXPECT_EQ(a.woke, 0);
+  EXPECT_EQ(b.woke, 1);
+  // Everyone leaves while the timer is armed: the next napper's nap is its own,
+  // a full length from when it ran dry, not what was left of theirs.
+  ctx.restart();
+  group.nap(a, mono_now() - 10 * kShortNap);
+  group.leave(a);
+  const Nanos t1 = mono_now();
+  group.nap(b, t1);
+  ctx.run();
+  EXPECT_EQ(a.woke, 0);
+  EXPECT_EQ(b.woke, 2);
+  EXPECT_GE(b.at, t1 + kShortNap);
+}
+
+TEST(NapGroup, ANapperWokenMayNapAgainAndIsWokenAgain) {
+  boost::asio::io_context ctx;
+  NapGroup group(ctx, kShortNap);
+  Napper a;
+  a.then = [&] {
+    if (a.woke < 3) group.nap(a, mono_now());
+  };
+  const Nanos t0 = mono_now();
+  group.nap(a, t0);
+  ctx.run();
+  EXPECT_EQ(a.woke, 3);
+  EXPECT_GE(a.at, t0 + 3 * kShortNap);
 }
 
 }  // namespace

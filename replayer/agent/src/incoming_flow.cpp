@@ -43,6 +43,7 @@ IncomingFlow::IncomingFlow(asio::io_context& ctx, const Profile& p, FlowIndex fl
 
 // A socket out of epoll for a nap is no longer sock_'s to close.
 IncomingFlow::~IncomingFlow() {
+  if (s_.naps != nullptr) s_.naps->leave(*this);
   if (released_) ::close(fd_);
 }
 
@@ -52,8 +53,10 @@ void IncomingFlow::adopt(tcp::socket sock, std::string peer) {
   error_code ec;
   sock_->non_blocking(true, ec);
   fd_ = sock_->native_handle();
-  const auto local = sock_->local_endpoint(ec);
-  if (!ec) protocol_ = local.protocol();
+  // For assign() after a nap: the socket's own family.
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &len) == 0 && local.ss_family == AF_INET6) protocol_ = tcp::v6();
   // The receiving socket's algorithm stands for the sender's, which decides how
   // the bytes arrive: the same under --congestion-control, and otherwise each
   // host's default (the hosts of a cluster usually share one).

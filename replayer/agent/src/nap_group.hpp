@@ -32,13 +32,20 @@ class NapGroup {
     deadline_.dry(now);
     if (!armed_) arm(deadline_.due());
   }
-  // `n` closes: no wake-up for it.
-  void leave(Napper& n) { nappers_.erase(std::remove(nappers_.begin(), nappers_.end(), &n), nappers_.end()); }
+  // `n` closes, or is destroyed: no wake-up for it. The last to leave ends the
+  // nap, so that the next napper starts one of its own.
+  void leave(Napper& n) {
+    nappers_.erase(std::remove(nappers_.begin(), nappers_.end(), &n), nappers_.end());
+    if (nappers_.empty()) deadline_.ended();
+  }
+  bool napping(const Napper& n) const { return std::find(nappers_.begin(), nappers_.end(), &n) != nappers_.end(); }
 
  private:
   void arm(Nanos at) {
     armed_ = true;
     timer_.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(at)));
+    // Aborted only when the io_context is destroyed, with the group and
+    // its flows.
     timer_.async_wait([this](const boost::system::error_code& ec) {
       armed_ = false;
       if (!ec) fired();
