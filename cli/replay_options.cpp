@@ -24,10 +24,11 @@ void add_replay_options(CLI::App* app, ReplayOptions& a) {
                   "each message; results say the gap (0: every read at once; at most 1000)")
       ->capture_default_str();
   app->add_option("--read-nap-us", a.read_nap_us,
-                  "Where the machine has no core to spare (or --spin-us is 0), a flow whose socket ran dry amid a long "
-                  "message sleeps this long with its I/O thread's other flows, out of epoll, instead of being woken by "
+                  "With --spin-us 0 (as agents whose threads crowd the cores run), a flow whose socket ran dry amid a "
+                  "long message sleeps this long with its I/O thread's other flows, out of epoll, instead of being woken by "
                   "each arrival, while the rest of the message cannot arrive within two naps at its rate so far: fewer "
-                  "wake-ups, each taking a sender's core (docs/BENCHMARKS.md, Naps). A message's last byte is read as "
+                  "wake-ups, each taking a sender's core (docs/BENCHMARKS.md, Naps); not under a pacing congestion control, "
+                  "whose flows wait for 128 KiB at a time anyway. A message's last byte is read as "
                   "it comes; results count the naps (0: none; at most 1000)")
       ->capture_default_str();
   app->add_option("--delay-us", a.delay_us, "Emulated one-way latency added to every received message")

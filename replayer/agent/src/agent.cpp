@@ -116,10 +116,14 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
       for (std::size_t t = 0; t < threads_; ++t) spare_cores_.push_back(std::make_unique<MachineSpareCores>(cores));
     }
-    // Naps (read_nap.hpp) only where a flow would otherwise sleep in epoll for
-    // want of a spare core: they are asked of a flow without a spin, or whose
-    // look was skipped.
-    if (c.read_nap > 0) {
+    // Naps (read_nap.hpp) only without a spin: where the agent's threads crowd
+    // the cores for the whole run (`run --testbed` then runs agents with
+    // --spin-us 0), not where a look was skipped for want of a spare core a
+    // moment ago. There a nap held a flow's bytes for up to two naps after a core
+    // came free: four flows of 8 MiB on one I/O thread moved a median 36.8 Gb/s
+    // against 47.8 without naps under cubic, 31.0 against 35.4 under bbr (3
+    // rounds each, 2026-12-07, docs/dataplane-analyses.md, Naps).
+    if (c.read_nap > 0 && c.spin <= 0) {
       for (std::size_t t = 0; t < threads_; ++t) nap_groups_.push_back(std::make_unique<NapGroup>(io(t), c.read_nap));
     }
     copy_cursors_.resize(threads_);

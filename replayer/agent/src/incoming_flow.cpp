@@ -244,13 +244,15 @@ bool IncomingFlow::keep_looking() {
   return false;
 }
 
-// Instead of sleeping in epoll, where no core is spare and the rest of a long
-// message is far off (read_nap.hpp): the socket leaves the I/O loop's epoll,
+// Instead of sleeping in epoll, in an agent without a spin (it has naps only
+// then), where the rest of a long message is far off (read_nap.hpp): the socket leaves the I/O loop's epoll,
 // whose next arrival would wake the thread, until the flow sleeps there again
 // (wait_readable()), and the flow reads again when the nap ends. Leaving and
-// coming back cost a system call each, once for a run of naps.
+// coming back cost a system call each, once for a run of naps. Not where the
+// flow waits with a low-water mark (a pacing sender): the mark already makes
+// one wake-up of 128 KiB of a message, and a nap only delays its reads.
 bool IncomingFlow::nap() {
-  if (!crowded_ || s_.naps == nullptr) return false;
+  if (!crowded_ || s_.naps == nullptr || use_low_water_) return false;
   const Nanos now = mono_now();
   if (!nap_.worth(now, first_byte_, decoder_.bytes() - message_at_, decoder_.payload_remaining())) return false;
   if (!released_) {

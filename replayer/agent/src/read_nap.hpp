@@ -8,6 +8,10 @@
 // it slept 200 us out of epoll each time its sockets all ran dry; two agents of
 // 16 flows on two I/O threads a side, each side on a core of its own, 48-51
 // without naps and 52-54 with (2026-12-07, docs/dataplane-analyses.md, Naps).
+// Only where an agent runs without a spin, its threads crowding the cores for
+// the whole run: a nap taken because a core was short for a moment cost four
+// flows on one thread a fifth of their rate (the Agent makes no NapGroup with a
+// spin); and not where a flow waits with a low-water mark (IncomingFlow::nap()).
 // A nap delays what arrives during it, so a flow naps only in the middle of a
 // message whose rest cannot arrive within two naps (the longest a nap lasts)
 // at the rate the message has come so far: its last byte, the time that counts
@@ -36,8 +40,8 @@ class ReadNap {
   explicit ReadNap(Nanos length) : length_(length > 0 ? length : 0) {}
 
   // The socket ran dry `got` bytes into a message begun at `began` (its first
-  // byte), with `rest` to come, and no core is spare: whether to nap instead of
-  // sleeping in epoll. A nap lasts at most two lengths (NapDeadline).
+  // byte), with `rest` to come, and the flow would sleep in epoll: whether to
+  // nap instead. A nap lasts at most two lengths (NapDeadline).
   bool worth(Nanos now, Nanos began, std::uint64_t got, std::uint64_t rest) const {
     if (length_ == 0 || stalled_ || rest == 0 || got == 0) return false;
     const Nanos elapsed = now - began;

@@ -52,7 +52,7 @@ struct AgentConfig {
   ExecutorOptions executor;
   Nanos spin = 0;  // busy-wait this long before each deadline; 0: timers only
   Nanos read_gap = 0;  // a flow that ran dry, and that no op waits for, is read again no sooner than this after its last bytes
-  Nanos read_nap = 0;  // where no core is spare, a flow that ran dry amid a long message naps this long, out of epoll
+  Nanos read_nap = 0;  // without a spin, a flow that ran dry amid a long message naps this long, out of epoll
   Nanos connect_timeout = 30 * kSecond;  // to connect every flow and be connected to
   Nanos idle_timeout = 60 * kSecond;  // longest wait without any progress
   Nanos delay = 0;  // emulated one-way latency added to every message this rank receives

@@ -22,7 +22,7 @@ struct ReplayOptions {
   double slowdown = 1;    // this rank's compute (agent --slowdown)
   double spin_us = -1;    // -1: automatic (spin_us_for)
   double read_gap_us = 20;  // a flow nobody waits for gathers its reads (--read-gap-us)
-  double read_nap_us = 200;  // where no core is spare, a flow amid a long message naps (--read-nap-us)
+  double read_nap_us = 200;  // without a spin, a flow amid a long message naps (--read-nap-us)
   double delay_us = 0;
   std::uint64_t iterations = 0;  // 0: the profile's
   bool no_tx_timestamps = false;

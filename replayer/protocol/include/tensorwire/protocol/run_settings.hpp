@@ -33,7 +33,7 @@ struct RunSettings {
   // A flow that ran dry is read again no sooner than this after its last read
   // that returned bytes (while it looks again, within its spin); 0: at once.
   Nanos read_gap = 0;
-  // Where no core is spare, a flow that ran dry amid a long message naps this
+  // Without a spin (spin 0), a flow that ran dry amid a long message naps this
   // long with its I/O thread's others, out of epoll; 0: it sleeps in epoll.
   Nanos read_nap = 0;
   Nanos delay = 0;
