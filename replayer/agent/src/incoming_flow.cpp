@@ -227,13 +227,11 @@ bool IncomingFlow::sight(int fd, Nanos now) {
 // of a stream, and a receiver spinning 500 us after every message (--spin-us 500)
 // took the sender's core often enough to double its start error's p99.
 bool IncomingFlow::keep_looking() {
-  crowded_ = s_.spin <= 0;
-  if (crowded_) return false;
+  if (s_.spin <= 0) return false;
   const Nanos now = mono_now();
   if (dry_since_ == 0) {
     if (s_.spare_cores != nullptr && !s_.spare_cores->spare(now)) {
       ++looks_skipped_;
-      crowded_ = true;
       return false;
     }
     ++looks_;
@@ -244,15 +242,16 @@ bool IncomingFlow::keep_looking() {
   return false;
 }
 
-// Instead of sleeping in epoll, in an agent without a spin (it has naps only
-// then), where the rest of a long message is far off (read_nap.hpp): the socket leaves the I/O loop's epoll,
-// whose next arrival would wake the thread, until the flow sleeps there again
-// (wait_readable()), and the flow reads again when the nap ends. Leaving and
+// Instead of sleeping in epoll, where the flow has naps (an agent without a
+// spin) and the rest of a long message is far off (read_nap.hpp): the socket
+// leaves the I/O loop's epoll, whose next arrival would wake the thread, until
+// the flow sleeps there again (wait_readable()), and the flow reads again when
+// the nap ends. Leaving and
 // coming back cost a system call each, once for a run of naps. Not where the
 // flow waits with a low-water mark (a pacing sender): the mark already makes
 // one wake-up of 128 KiB of a message, and a nap only delays its reads.
 bool IncomingFlow::nap() {
-  if (!crowded_ || s_.naps == nullptr || use_low_water_) return false;
+  if (s_.naps == nullptr || use_low_water_) return false;
   const Nanos now = mono_now();
   if (!nap_.worth(now, first_byte_, decoder_.bytes() - message_at_, decoder_.payload_remaining())) return false;
   if (!released_) {

@@ -62,10 +62,11 @@ class IncomingFlow final : private frame::Decoder::Callbacks, private NapGroup::
     // a flow reads no sooner than this after its last read that returned bytes
     // (read_some()).
     Nanos read_gap = 0;
-    // Without a spin (the agent's threads crowd the cores), a flow that ran dry
-    // in the middle of a long message naps with the I/O thread's other flows,
-    // out of epoll, instead of being woken by each arrival (read_nap.hpp); not
-    // where it waits with a low-water mark. Null: it sleeps in epoll.
+    // A flow that ran dry in the middle of a long message naps with the I/O
+    // thread's other flows, out of epoll, instead of being woken by each
+    // arrival (read_nap.hpp); not where it waits with a low-water mark. Given
+    // only where the flow does not look (the Agent's, without a spin). Null: it
+    // sleeps in epoll.
     NapGroup* naps = nullptr;
     // Where reads land: shared by the flows of one I/O thread (a read is
     // decoded before the next begins), so that memory grows with the threads,
@@ -156,7 +157,6 @@ class IncomingFlow final : private frame::Decoder::Callbacks, private NapGroup::
   bool released_ = false;
   boost::asio::ip::tcp protocol_ = boost::asio::ip::tcp::v4();
   ReadNap nap_;
-  bool crowded_ = false;  // the last dry socket was not looked at: no core spare, or no spin (naps: only the latter)
   std::string peer_;
   frame::Decoder decoder_;
   Nanos read_at_ = 0;  // when the read being decoded returned
