@@ -5,11 +5,13 @@ RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT, GLOO_SOCKET_IFNAME=lo.
   launch.py --nproc 2 --logs DIR [--port P] [--timeout S] [--script PATH] -- [script options]
 Each rank gets --log DIR/rank-R.jsonl before the script options.
 Exits non-zero if any rank fails or the job exceeds the timeout (then all ranks
-are killed). Without --port, the port is one that nothing holds, below the
+are killed; on a timeout each live rank first prints, to standard error, what each
+of its threads waits in and its Python stacks). Without --port, the port is one that nothing holds, below the
 kernel's ephemeral range where that leaves room, with the three after it free too."""
 import argparse
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -46,6 +48,58 @@ def free_port(span=4):
     sys.exit("launch.py: found no free port; give one with --port")
 
 
+# x86-64 numbers of the system calls a rank of a collective job waits in.
+SYSCALLS = {"0": "read", "1": "write", "7": "poll", "23": "select", "35": "nanosleep", "42": "connect",
+            "43": "accept", "44": "sendto", "45": "recvfrom", "46": "sendmsg", "47": "recvmsg", "61": "wait4",
+            "202": "futex", "230": "clock_nanosleep", "232": "epoll_wait", "270": "pselect6", "271": "ppoll",
+            "281": "epoll_pwait", "288": "accept4"}
+
+
+def report_waits(pid):
+    """What each thread of a rank that outlived the timeout waits in: its kernel
+    wait channel and system call, from /proc."""
+    try:
+        tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+    except OSError:
+        return
+    for tid in tids:
+        fields = []
+        for name in ("comm", "wchan", "syscall"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/{name}") as f:
+                    fields.append(f.read().strip().split(" ")[0] or "-")
+            except OSError:
+                fields.append("?")
+        call = SYSCALLS.get(fields[2], fields[2]) if os.uname().machine == "x86_64" else fields[2]
+        print(f"launch.py: rank pid {pid} thread {tid} ({fields[0]}): waits in {fields[1]}, system call {call}",
+              file=sys.stderr, flush=True)
+
+
+def report_hang(live):
+    """Each live rank's waits, then its Python stacks, one rank after another:
+    the ranks run with PYTHONFAULTHANDLER, so SIGABRT makes one print its stacks
+    before it dies (up to 5 s each; the caller kills what is left)."""
+    for p in live:
+        report_waits(p.pid)
+    # Stopped first, so that one rank's death does not end another (its peers'
+    # sockets reset) before that one has printed its stacks.
+    for p in live:
+        try:
+            p.send_signal(signal.SIGSTOP)
+        except OSError:
+            pass
+    for p in live:
+        try:
+            p.send_signal(signal.SIGABRT)
+            p.send_signal(signal.SIGCONT)
+        except OSError:
+            continue
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nproc", type=int, default=2)
@@ -65,7 +119,7 @@ def main():
     procs = []
     for r in range(a.nproc):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(a.nproc), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   GLOO_SOCKET_IFNAME="lo")
+                   GLOO_SOCKET_IFNAME="lo", PYTHONFAULTHANDLER="1")
         procs.append(subprocess.Popen([sys.executable, script, "--log",
                                        os.path.join(a.logs, f"rank-{r}.jsonl")] + rest, env=env))
     deadline = time.monotonic() + a.timeout
@@ -73,7 +127,10 @@ def main():
     while any(c is None for c in codes):
         for i, p in enumerate(procs):
             codes[i] = p.poll()
-        if any(c not in (None, 0) for c in codes) or time.monotonic() > deadline:
+        timed_out = time.monotonic() > deadline
+        if any(c not in (None, 0) for c in codes) or timed_out:
+            if timed_out and not any(c not in (None, 0) for c in codes):
+                report_hang([p for p in procs if p.poll() is None])
             for p in procs:
                 if p.poll() is None:
                     p.kill()

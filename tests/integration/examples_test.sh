@@ -3,7 +3,8 @@
 # under `tensorwire capture` on loopback: the pipeline-parallel job (Gloo
 # send/recv) and the MPI job (mpi4py over OpenMPI's TCP transport). Checks each
 # job's own logs, and that the capture shows data connections between the right
-# ranks carrying what the job says it moved.
+# ranks carrying what the job says it moved. Then the launcher's timeout, which
+# the capture tests rely on to end a job that hangs.
 # Usage: examples_test.sh TENSORWIRE_BINARY SOURCE_DIR
 set -u
 TW=$(realpath "$1")
@@ -109,5 +110,19 @@ assert allreduces == 3 * $ITERS * len(logs[0][0]["buckets"]), allreduces
 PY
 }
 check "MPI job: its logs, BTL data between the ranks, mpirun's control connections apart" mpi
+
+# A job that outlives launch.py's deadline: each live rank's threads and Python
+# stacks on standard error, then every rank gone and a non-zero exit.
+launch_timeout() {
+  local rc
+  timeout 120 $PY "$SRC/examples/ddp/launch.py" --nproc 2 --logs slow --timeout 4 -- --model mlp --iterations 1000000 \
+    2> slow.err
+  rc=$?
+  [ $rc -eq 1 ] || { echo "launch.py exited $rc"; cat slow.err; return 1; }
+  grep -q '^launch.py: timed out$' slow.err && [ "$(grep -c ': waits in .*, system call ' slow.err)" -ge 2 ] \
+    && [ "$(grep -c 'train.py", line [0-9]* in <module>$' slow.err)" -eq 2 ] || { cat slow.err; return 1; }
+  ! pgrep -f "slow/rank-[01].jsonl" > /dev/null || { echo "a rank outlived launch.py"; return 1; }
+}
+check "launch.py past its timeout: each rank's waits and Python stacks, then all killed" launch_timeout
 
 finish
