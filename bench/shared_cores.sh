@@ -115,7 +115,9 @@ echo "before, from a load of 0.37), agents started by hand looked here all the s
 echo "of iperf3 with the spin against 94% (86-98%) without. The replays (\`replay --local\`,"
 echo "\`run --local\`, \`run --testbed\`) still turn the spin off where a machine's agents are"
 echo "as many as its cores or their I/O threads outnumber them, the spin before deadlines"
-echo "with it."
+echo "with it. Without the spin a flow that runs dry amid a long message also naps out of epoll"
+echo "(\`--read-nap-us\`, Naps above) rather than being woken by each arrival, which is most"
+echo "of what the \`--spin-us 0\` rows switch threads less for."
 echo
 echo "Where the normal policy's rate goes (2026-12-06, the 2-core AMD EPYC virtual machine,"
 echo "Linux 6.18.44-fc-v1272, cubic, 1-minute load at most 0.5 before each set of runs;"
