@@ -24,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cross_posts.hpp"
 #include "outgoing_flow.hpp"
 #include "record_budget.hpp"
 #include "recorder.hpp"
@@ -436,7 +437,7 @@ bool replay_many_flows(const Profile& p, const std::string& profile, const std::
 // into send buffers that hold both: the first takes turns of kWritesPerTurn
 // writes with the second, so when its last byte is in the kernel the second's
 // message is mostly there too. Alone on its thread, a flow writes its message
-// whole within send().
+// whole within send(), unless work posted to the thread from another waits.
 TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
   namespace asio = boost::asio;
   using tcp = asio::ip::tcp;
@@ -507,6 +508,21 @@ TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
   flows[0]->share_thread(false);
   EXPECT_TRUE(flows[0]->send(Action{Action::Kind::send, 0, 1, 0, 0}));
   EXPECT_EQ(queued(0) - base[0], 2 * kMessage);
+  // Alone, while a handler posted from another thread waits (cross_posts.hpp):
+  // one write, then the handler, then the rest of the message.
+  CrossPosts posts;
+  flows[1]->share_thread(false, &posts);
+  Bytes when_it_ran = -1;
+  std::thread([&] { posts.post(io, [&] { when_it_ran = queued(1) - base[1]; }); }).join();
+  EXPECT_TRUE(posts.waiting());
+  EXPECT_FALSE(flows[1]->send(Action{Action::Kind::send, 1, 1, 0, 0}));
+  io.run();
+  EXPECT_FALSE(posts.waiting());
+  EXPECT_EQ(events.sent_order, (std::vector<FlowIndex>{0, 1, 1}));
+  EXPECT_GT(when_it_ran, kMessage);
+  EXPECT_LE(when_it_ran, kMessage + frame::kHeaderSize + OutgoingFlow::kMaxWrite);  // the next header and a payload view
+  EXPECT_EQ(queued(1) - base[1], 2 * kMessage);
+  io.restart();
   for (auto& f : flows) f->close();
   io.run();
 }

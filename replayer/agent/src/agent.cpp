@@ -40,6 +40,7 @@
 
 #include "clock.hpp"
 #include "compute_pacer.hpp"
+#include "cross_posts.hpp"
 #include "flow_connector.hpp"
 #include "incoming_flow.hpp"
 #include "outgoing_flow.hpp"
@@ -107,6 +108,10 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     recv_seen_.assign(p_.ops.size(), 0);
     slot_of_flow_.assign(p_.flows.size(), -1);
     for (std::size_t t = 1; t < threads_; ++t) workers_.push_back(std::make_unique<Worker>(*this, t));
+    // Work handed between threads goes ahead of the flows' turns (cross_posts.hpp).
+    if (threads_ > 1) {
+      for (std::size_t t = 0; t < threads_; ++t) cross_posts_.push_back(std::make_unique<CrossPosts>());
+    }
     read_buffers_.resize(threads_);
     for (auto& b : read_buffers_) b.resize(kReadBuffer + kCopySlack);
     // A flow looks at its dry socket only while the machine has a core to spare
@@ -160,6 +165,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         s.read_gap = c.read_gap;
         s.naps = nap_groups_.empty() ? nullptr : nap_groups_[t].get();
         s.read_buffer = read_buffers_[t];
+        s.posts = cross_posts_.empty() ? nullptr : cross_posts_[t].get();
         s.iterations = iterations_;
         s.realtime_offset = realtime_offset_;
         s.ops = &c.ops;
@@ -172,7 +178,9 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     std::vector<std::size_t> flows_on(threads_, 0);
     for (const std::size_t t : out_thread_) ++flows_on[t];
     for (const std::size_t t : in_thread_) ++flows_on[t];
-    for (std::size_t i = 0; i < out_.size(); ++i) out_[i]->share_thread(flows_on[out_thread_[i]] > 1);
+    for (std::size_t i = 0; i < out_.size(); ++i) {
+      out_[i]->share_thread(flows_on[out_thread_[i]] > 1, cross_posts_.empty() ? nullptr : cross_posts_[out_thread_[i]].get());
+    }
     progress_every_ = std::max<std::uint64_t>(1, iterations_ / 10);
   }
 
@@ -324,28 +332,28 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       void progress() override { agent.progress(); }  // an atomic store
       bool stopped() const override { return agent.stopped_.load(std::memory_order_relaxed); }
       void sent(OutgoingFlow& o, const Action& a, Nanos now) override {
-        asio::post(agent.ctx_, [ag = &agent, o = &o, a, now] { ag->sent(*o, a, now); });
+        agent.to_main([ag = &agent, o = &o, a, now] { ag->sent(*o, a, now); });
       }
       void write_failed(OutgoingFlow& o, const std::string& why) override {
-        asio::post(agent.ctx_, [ag = &agent, o = &o, why] { ag->write_failed(*o, why); });
+        agent.to_main([ag = &agent, o = &o, why] { ag->write_failed(*o, why); });
       }
       void closed(OutgoingFlow& o) override {
-        asio::post(agent.ctx_, [ag = &agent, o = &o] { ag->closed(*o); });
+        agent.to_main([ag = &agent, o = &o] { ag->closed(*o); });
       }
       void received(OpIndex op, std::uint32_t iteration, Nanos at) override {
-        asio::post(agent.ctx_, [ag = &agent, op, iteration, at] { ag->received(op, iteration, at); });
+        agent.to_main([ag = &agent, op, iteration, at] { ag->received(op, iteration, at); });
       }
       // As the main thread last copied it (pump()): a flow may gather a read
       // while an op has just begun to wait, until its next look.
       bool awaited(FlowIndex flow) const override { return agent.awaited_[flow].load(std::memory_order_relaxed); }
       void after_events() override {
-        asio::post(agent.ctx_, [ag = &agent] { ag->after_events(); });
+        agent.to_main([ag = &agent] { ag->after_events(); });
       }
       void failed(std::string why) override {
-        asio::post(agent.ctx_, [ag = &agent, why = std::move(why)]() mutable { ag->failed(std::move(why)); });
+        agent.to_main([ag = &agent, why = std::move(why)]() mutable { ag->failed(std::move(why)); });
       }
       void ended(IncomingFlow& in) override {
-        asio::post(agent.ctx_, [ag = &agent, in = &in] { ag->ended(*in); });
+        agent.to_main([ag = &agent, in = &in] { ag->ended(*in); });
       }
       Agent& agent;
     } relay;
@@ -365,8 +373,13 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
     if (t == 0) {
       fn();
     } else {
-      asio::post(workers_[t - 1]->ctx, std::forward<F>(fn));
+      cross_posts_[t]->post(workers_[t - 1]->ctx, std::forward<F>(fn));
     }
+  }
+  // Posts fn to the main thread from a worker.
+  template <typename F>
+  void to_main(F&& fn) {
+    cross_posts_[0]->post(ctx_, std::forward<F>(fn));
   }
   void stop_workers() {
     for (auto& w : workers_) w->stop();
@@ -601,7 +614,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
         OutgoingFlow* o = out_[static_cast<std::size_t>(slot)].get();
         on_thread(out_thread_[static_cast<std::size_t>(slot)], [this, o, a] {
           if (const auto sent = o->send(a)) {
-            asio::post(ctx_, [this, a, at = *sent] {
+            to_main([this, a, at = *sent] {
               executor_.send_done(a.op, a.iteration, at);
               pump();
             });
@@ -846,6 +859,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   std::vector<std::unique_ptr<MachineSpareCores>> spare_cores_;  // one per I/O thread, for its incoming flows
   std::vector<std::unique_ptr<NapGroup>> nap_groups_;  // one per I/O thread, for its incoming flows' naps
   std::vector<CopyCursor> copy_cursors_;               // one per I/O thread, shared by its outgoing flows
+  std::vector<std::unique_ptr<CrossPosts>> cross_posts_;  // one per I/O thread where there are several
   std::vector<std::uint32_t> recv_seen_;
   std::vector<int> slot_of_flow_;
   std::vector<std::unique_ptr<OutgoingFlow>> out_;

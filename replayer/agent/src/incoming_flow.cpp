@@ -109,7 +109,8 @@ void IncomingFlow::wait_readable() {
 // place, then waits for more: no completion handler, no queued operation, no
 // epoll_wait of the I/O loop per read (which on a virtual machine doubled the
 // system time per byte). After kReadsPerTurn reads the flow yields its thread
-// to the others (a flow that never runs dry would hold it for good).
+// to the others (a flow that never runs dry would hold it for good), and after
+// one while work handed from another thread waits (cross_posts.hpp).
 void IncomingFlow::read_some() {
   const int fd = fd_;
   if (too_soon(fd)) {
@@ -117,6 +118,7 @@ void IncomingFlow::read_some() {
     return;
   }
   for (int turn = 0; turn < kReadsPerTurn; ++turn) {
+    if (turn > 0 && s_.posts != nullptr && s_.posts->waiting()) break;
     std::byte* const at = aligned_view(s_.read_buffer, decoder_.bytes());  // the stream position
     const ssize_t n = ::recv(fd, at, aligned_view_size(s_.read_buffer.size()), MSG_DONTWAIT);
     if (n == 0) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "compute_pacer.hpp"
+#include "cross_posts.hpp"
 #include "precise_timer.hpp"
 #include "nap_group.hpp"
 #include "read_nap.hpp"
@@ -74,6 +75,9 @@ class IncomingFlow final : private frame::Decoder::Callbacks, private NapGroup::
     // bytes: each read lands at the flow's stream position modulo kCopyAlign
     // (copy_alignment.hpp).
     std::span<std::byte> read_buffer;
+    // Work handed to the I/O thread from another (cross_posts.hpp): while any
+    // waits, a turn of reads ends after one. Null: turns of kReadsPerTurn.
+    const CrossPosts* posts = nullptr;
     std::uint64_t iterations = 0;
     Nanos realtime_offset = 0;  // CLOCK_REALTIME minus CLOCK_MONOTONIC
     // The op indices on the wire: the whole profile's when the profile is a slice.

@@ -86,10 +86,11 @@ std::optional<Nanos> OutgoingFlow::send(const Action& a) {
 // (wire_first), and its first and last writes carry the control message that
 // asks for timestamps: two reports of each kind per message, not per write.
 // A flow that shares its I/O thread gives it to the others after
-// kWritesPerTurn writes and goes on from a posted handler (yield()).
+// kWritesPerTurn writes and goes on from a posted handler (yield()); any flow
+// does after a write while work handed from another thread waits.
 bool OutgoingFlow::write_some() {
   for (int turn = 0;; ++turn) {
-    if (turn == writes_per_turn_) {
+    if (turn == writes_per_turn_ || (turn > 0 && posts_ != nullptr && posts_->waiting())) {
       yield();
       return false;
     }

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "copy_alignment.hpp"
+#include "cross_posts.hpp"
 #include "recorder.hpp"
 #include "tensorwire/core/executor.hpp"
 #include "tensorwire/core/frame.hpp"
@@ -98,8 +99,13 @@ class OutgoingFlow {
   // 20.4-38.3, median 37.6, taking turns (6 paired runs, docs/dataplane-analyses.md); as
   // iperf3 -P writes its streams. Alone on its thread a flow writes on: turns
   // cost a posted handler each, and one flow of 1 MiB messages taking them
-  // moved 7% less (median of 6 paired runs).
-  void share_thread(bool shared) { writes_per_turn_ = shared ? kWritesPerTurn : -1; }
+  // moved 7% less (median of 6 paired runs). Either way a turn ends after a
+  // write while work posted to the thread from another waits (`posts`, null
+  // where the agent has one thread: cross_posts.hpp).
+  void share_thread(bool shared, const CrossPosts* posts = nullptr) {
+    writes_per_turn_ = shared ? kWritesPerTurn : -1;
+    posts_ = posts;
+  }
   static constexpr int kWritesPerTurn = 4;
   static constexpr Bytes kMaxWrite = 128 * kKiB;  // per sendmsg
 
@@ -157,6 +163,7 @@ class OutgoingFlow {
   Bytes payload_left_ = 0;  // payload bytes not yet taken by the kernel
   bool first_write_ = false;
   int writes_per_turn_ = -1;  // -1: no turns (share_thread)
+  const CrossPosts* posts_ = nullptr;
   bool stamp_this_ = false;  // the message being written asks for timestamps
   bool stamp_control_ = true;  // per message (a control message), else the socket stamps every write
   std::uint32_t stamp_every_ = 1, stamp_count_ = 0;

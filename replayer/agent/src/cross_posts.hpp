@@ -1,0 +1,45 @@
+// Work handed to an I/O thread by another thread of the agent: a message to send
+// (the ops run on the main thread), a message sent or received (the ops hear of
+// it there). Counts what was posted and has not run yet, so that the thread's
+// flows end their turns early while any waits (OutgoingFlow::write_some(),
+// IncomingFlow::read_some()): the handed work then waits for one write or read
+// of the thread's, not for the turn of each flow queued before it.
+//
+// Without it, a flow on a thread other than the main one stood idle between two
+// messages for the round trip to the ops and back, each leg behind the turns
+// queued on its thread (4 writes of up to 128 KiB, 16 reads): four flows of 8 MiB
+// messages on two I/O threads a side waited a median 155-172 us (p90 0.9 ms,
+// up to 6 ms) between messages, with their sockets drained meanwhile, against
+// 1 us for the flows of the main thread (2026-12-07, docs/dataplane-analyses.md,
+// Work between threads).
+//
+// post() from any thread; waiting() on the thread that runs the io_context.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <cstdint>
+#include <utility>
+
+namespace tw {
+
+class CrossPosts {
+ public:
+  template <typename F>
+  void post(boost::asio::io_context& ctx, F&& fn) {
+    waiting_.fetch_add(1, std::memory_order_relaxed);
+    boost::asio::post(ctx, [this, fn = std::forward<F>(fn)]() mutable {
+      waiting_.fetch_sub(1, std::memory_order_relaxed);
+      fn();
+    });
+  }
+  // Posted from another thread and not yet run. A count left by handlers that
+  // never ran (the context stopped) only ends turns early.
+  bool waiting() const { return waiting_.load(std::memory_order_relaxed) > 0; }
+
+ private:
+  std::atomic<std::uint32_t> waiting_{0};
+};
+
+}  // namespace tw
