@@ -23,8 +23,10 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "cross_posts.hpp"
+#include "incoming_flow.hpp"
 #include "outgoing_flow.hpp"
 #include "record_budget.hpp"
 #include "recorder.hpp"
@@ -525,6 +527,100 @@ TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
   io.restart();
   for (auto& f : flows) f->close();
   io.run();
+}
+
+// An incoming flow reads up to kReadsPerTurn times a turn, but no more while
+// work posted to its thread from another waits (cross_posts.hpp): with a 2 MiB
+// message (16 reads) all in its socket, work posted during the first read runs
+// next and finds the rest still there; the flow then reads on and delivers it.
+TEST(IncomingFlow, WorkFromAnotherThreadWaitsForOneRead) {
+  namespace asio = boost::asio;
+  using tcp = asio::ip::tcp;
+  if (::geteuid() != 0) GTEST_SKIP() << "SO_RCVBUFFORCE needs root";
+  TempDir dir;
+  constexpr Bytes kMessage = 2 << 20;
+  const std::string yaml = dir.path() + "/one.yaml";
+  std::ofstream(yaml) << "version: 1\niterations: 1\nranks: [{id: 0}, {id: 1}]\nflows: [{id: a, src: 0, dst: 1}]\n"
+                         "ops:\n  - {id: sa, type: send, flow: a, bytes: 2MiB}\n";
+  const Profile p = load(yaml);
+  asio::io_context io;
+  // Room for the whole message in the receiving socket before the flow reads.
+  tcp::acceptor acceptor(io);
+  acceptor.open(tcp::v4());
+  const int room = 16 << 20;
+  ASSERT_EQ(::setsockopt(acceptor.native_handle(), SOL_SOCKET, SO_RCVBUFFORCE, &room, sizeof room), 0) << "needs root";
+  acceptor.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  acceptor.listen();
+  tcp::socket tx(io);
+  tx.connect(acceptor.local_endpoint());
+  tcp::socket rx = acceptor.accept();
+  const int rx_fd = rx.native_handle();
+  std::vector<std::byte> message(static_cast<std::size_t>(kMessage));
+  frame::encode_header({0, 0, static_cast<std::uint64_t>(kMessage)},
+                       std::span<std::byte, frame::kHeaderSize>(message.data(), frame::kHeaderSize));
+  // All of it, without the flow reading: the receive buffer's room opens the window.
+  std::size_t written = 0;
+  for (int i = 0; i < 5000 && written < message.size(); ++i) {
+    const ssize_t n = ::send(tx.native_handle(), message.data() + written, message.size() - written, MSG_DONTWAIT);
+    if (n > 0) written += static_cast<std::size_t>(n);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(written, message.size()) << "the peer's window did not open to the message";
+  const auto queued = [rx_fd] {
+    int n = -1;
+    EXPECT_EQ(::ioctl(rx_fd, SIOCINQ, &n), 0);
+    return static_cast<Bytes>(n);
+  };
+  for (int i = 0; i < 1000 && queued() < kMessage; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(queued(), kMessage);
+
+  struct Events : IncomingFlow::Events {
+    asio::io_context& io;
+    int delivered = 0;
+    std::function<void()> on_first_read;
+    explicit Events(asio::io_context& c) : io(c) {}
+    bool stopped() const override { return false; }
+    void progress() override {
+      if (on_first_read) std::exchange(on_first_read, nullptr)();
+    }
+    void received(OpIndex, std::uint32_t, Nanos) override {
+      ++delivered;
+      io.stop();
+    }
+    bool awaited(FlowIndex) const override { return true; }
+    void after_events() override {}
+    void failed(std::string why) override { ADD_FAILURE() << why; }
+    void ended(IncomingFlow&) override {}
+  } events(io);
+  Recorder recorder(dir.path() + "/records.twr");
+  IndexMap ops;
+  std::vector<std::byte> buffer(128 * kKiB + kCopySlack);
+  std::vector<std::uint32_t> seen(p.ops.size(), 0);
+  CrossPosts posts;
+  IncomingFlow::Settings settings;
+  settings.read_buffer = buffer;
+  settings.iterations = 1;
+  settings.ops = &ops;
+  settings.posts = &posts;
+  IncomingFlow flow(io, p, 0, 1, settings, seen, recorder.producer(0), events);
+  flow.adopt(std::move(rx), "peer");
+  // Another thread hands the flow's thread work while the flow reads.
+  Bytes left_when_it_ran = -1;
+  events.on_first_read = [&] { std::thread([&] { posts.post(io, [&] { left_when_it_ran = queued(); }); }).join(); };
+  flow.read();
+  asio::steady_timer deadline(io, std::chrono::seconds(10));
+  deadline.async_wait([&](const boost::system::error_code& ec) {
+    if (!ec) ADD_FAILURE() << "the message was not delivered within 10 s";
+    io.stop();
+  });
+  io.run();
+  EXPECT_FALSE(posts.waiting());
+  EXPECT_EQ(events.delivered, 1);
+  EXPECT_EQ(flow.messages(), 1u);
+  const Bytes one_read = static_cast<Bytes>(aligned_view_size(buffer.size()));
+  EXPECT_GE(left_when_it_ran, kMessage - one_read);
+  EXPECT_LT(left_when_it_ran, kMessage);
+  flow.close();
 }
 
 // At its end a flow waits for the peer's FIN, which acknowledges all it sent, and

@@ -837,6 +837,9 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   // Listed guard erases its socket from here.
   std::vector<tcp::socket*> pending_;
   std::size_t threads_;  // I/O threads: this one and the workers
+  // One per I/O thread where there are several; before the contexts, whose
+  // handlers still queued when they go refer to them.
+  std::vector<std::unique_ptr<CrossPosts>> cross_posts_;
   asio::io_context ctx_{1};
   // Declared before the flows, whose sockets and timers belong to their contexts.
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -859,7 +862,6 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   std::vector<std::unique_ptr<MachineSpareCores>> spare_cores_;  // one per I/O thread, for its incoming flows
   std::vector<std::unique_ptr<NapGroup>> nap_groups_;  // one per I/O thread, for its incoming flows' naps
   std::vector<CopyCursor> copy_cursors_;               // one per I/O thread, shared by its outgoing flows
-  std::vector<std::unique_ptr<CrossPosts>> cross_posts_;  // one per I/O thread where there are several
   std::vector<std::uint32_t> recv_seen_;
   std::vector<int> slot_of_flow_;
   std::vector<std::unique_ptr<OutgoingFlow>> out_;

@@ -117,8 +117,9 @@ void IncomingFlow::read_some() {
     read_later();
     return;
   }
+  bool got_bytes = false;
   for (int turn = 0; turn < kReadsPerTurn; ++turn) {
-    if (turn > 0 && s_.posts != nullptr && s_.posts->waiting()) break;
+    if (got_bytes && s_.posts != nullptr && s_.posts->waiting()) break;
     std::byte* const at = aligned_view(s_.read_buffer, decoder_.bytes());  // the stream position
     const ssize_t n = ::recv(fd, at, aligned_view_size(s_.read_buffer.size()), MSG_DONTWAIT);
     if (n == 0) {
@@ -141,6 +142,7 @@ void IncomingFlow::read_some() {
       events_.failed(where() + ": " + std::system_category().message(errno));
       return;
     }
+    got_bytes = true;
     read_at_ = mono_now();
     dry_since_ = 0;
     nap_.read(static_cast<std::uint64_t>(n));

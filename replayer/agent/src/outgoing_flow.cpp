@@ -89,8 +89,9 @@ std::optional<Nanos> OutgoingFlow::send(const Action& a) {
 // kWritesPerTurn writes and goes on from a posted handler (yield()); any flow
 // does after a write while work handed from another thread waits.
 bool OutgoingFlow::write_some() {
+  bool wrote = false;
   for (int turn = 0;; ++turn) {
-    if (turn == writes_per_turn_ || (turn > 0 && posts_ != nullptr && posts_->waiting())) {
+    if (turn == writes_per_turn_ || (wrote && posts_ != nullptr && posts_->waiting())) {
       yield();
       return false;
     }
@@ -135,6 +136,7 @@ bool OutgoingFlow::write_some() {
       return false;
     }
     if (stamps_ && (msg.msg_controllen > 0 || !stamp_control_)) ++stamped_writes_;
+    wrote = true;
     first_write_ = false;
     cursor_.sent += static_cast<std::uint64_t>(w);
     Bytes took = static_cast<Bytes>(w);
