@@ -588,7 +588,7 @@ TEST(IncomingFlow, WorkFromAnotherThreadWaitsForOneRead) {
       io.stop();
     }
     bool awaited(FlowIndex) const override { return true; }
-    void after_events() override {}
+    void after_events(FlowIndex) override {}
     void failed(std::string why) override { ADD_FAILURE() << why; }
     void ended(IncomingFlow&) override {}
   } events(io);

@@ -340,14 +340,18 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       void closed(OutgoingFlow& o) override {
         agent.to_main([ag = &agent, o = &o] { ag->closed(*o); });
       }
+      // A message that no op waits for yet goes to the ops without ending the
+      // main thread's turns early: a stream's receiver then reads in whole
+      // turns (16 flows of 8 MiB messages on two I/O threads a side moved 3-6%
+      // less when every arrival ended them).
       void received(OpIndex op, std::uint32_t iteration, Nanos at) override {
-        agent.to_main([ag = &agent, op, iteration, at] { ag->received(op, iteration, at); });
+        agent.to_main(awaited(agent.p_.ops[op].flow), [ag = &agent, op, iteration, at] { ag->received(op, iteration, at); });
       }
       // As the main thread last copied it (pump()): a flow may gather a read
       // while an op has just begun to wait, until its next look.
       bool awaited(FlowIndex flow) const override { return agent.awaited_[flow].load(std::memory_order_relaxed); }
-      void after_events() override {
-        agent.to_main([ag = &agent] { ag->after_events(); });
+      void after_events(FlowIndex flow) override {
+        agent.to_main(awaited(flow), [ag = &agent, flow] { ag->after_events(flow); });
       }
       void failed(std::string why) override {
         agent.to_main([ag = &agent, why = std::move(why)]() mutable { ag->failed(std::move(why)); });
@@ -376,10 +380,19 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       cross_posts_[t]->post(workers_[t - 1]->ctx, std::forward<F>(fn));
     }
   }
-  // Posts fn to the main thread from a worker.
+  // Posts fn to the main thread from a worker: counted (cross_posts.hpp)
+  // unless not `urgent`.
   template <typename F>
   void to_main(F&& fn) {
-    cross_posts_[0]->post(ctx_, std::forward<F>(fn));
+    to_main(true, std::forward<F>(fn));
+  }
+  template <typename F>
+  void to_main(bool urgent, F&& fn) {
+    if (urgent) {
+      cross_posts_[0]->post(ctx_, std::forward<F>(fn));
+    } else {
+      asio::post(ctx_, std::forward<F>(fn));
+    }
   }
   void stop_workers() {
     for (auto& w : workers_) w->stop();
@@ -693,7 +706,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   bool stopped() const override { return !error_.empty(); }
   void received(OpIndex op, std::uint32_t iteration, Nanos at) override { executor_.received(op, iteration, at); }
   bool awaited(FlowIndex flow) const override { return executor_.awaited(flow); }
-  void after_events() override { pump(); }
+  void after_events(FlowIndex) override { pump(); }
   void failed(std::string why) override { fail(std::move(why)); }
   void ended(IncomingFlow&) override { maybe_stop(); }
 

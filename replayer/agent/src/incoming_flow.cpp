@@ -109,19 +109,21 @@ void IncomingFlow::wait_readable() {
 // place, then waits for more: no completion handler, no queued operation, no
 // epoll_wait of the I/O loop per read (which on a virtual machine doubled the
 // system time per byte). After kReadsPerTurn reads the flow yields its thread
-// to the others (a flow that never runs dry would hold it for good), and after
-// one while work handed from another thread waits (cross_posts.hpp).
+// to the others (a flow that never runs dry would hold it for good), and once
+// it read a full read's bytes in the turn while work handed from another thread
+// waits (cross_posts.hpp).
 void IncomingFlow::read_some() {
   const int fd = fd_;
   if (too_soon(fd)) {
     read_later();
     return;
   }
-  bool got_bytes = false;
+  const std::size_t full_read = aligned_view_size(s_.read_buffer.size());
+  std::size_t turn_bytes = 0;  // read this turn
   for (int turn = 0; turn < kReadsPerTurn; ++turn) {
-    if (got_bytes && s_.posts != nullptr && s_.posts->waiting()) break;
+    if (turn_bytes >= full_read && s_.posts != nullptr && s_.posts->waiting()) break;
     std::byte* const at = aligned_view(s_.read_buffer, decoder_.bytes());  // the stream position
-    const ssize_t n = ::recv(fd, at, aligned_view_size(s_.read_buffer.size()), MSG_DONTWAIT);
+    const ssize_t n = ::recv(fd, at, full_read, MSG_DONTWAIT);
     if (n == 0) {
       peer_closed();
       return;
@@ -142,7 +144,7 @@ void IncomingFlow::read_some() {
       events_.failed(where() + ": " + std::system_category().message(errno));
       return;
     }
-    got_bytes = true;
+    turn_bytes += static_cast<std::size_t>(n);
     read_at_ = mono_now();
     dry_since_ = 0;
     nap_.read(static_cast<std::uint64_t>(n));
@@ -158,7 +160,7 @@ void IncomingFlow::read_some() {
     // others of a long message would each cost a post to the agent's thread
     // and, when it slept, a wake-up (64 a message of 8 MiB).
     if (messages_ == before) continue;
-    events_.after_events();
+    events_.after_events(flow_);
     if (events_.stopped()) return;
   }
   read_later();
@@ -371,7 +373,7 @@ void IncomingFlow::arm_delivery() {
       head_ = 0;
     }
     arm_delivery();
-    events_.after_events();
+    events_.after_events(flow_);
   });
 }
 

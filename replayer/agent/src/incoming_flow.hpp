@@ -39,7 +39,7 @@ class IncomingFlow final : private frame::Decoder::Callbacks, private NapGroup::
     virtual void progress() = 0;  // a read returned data
     virtual void received(OpIndex op, std::uint32_t iteration, Nanos at) = 0;  // delivered to the ops, at `at` (monotonic)
     virtual bool awaited(FlowIndex flow) const = 0;  // an op waits for a message of the flow (Executor::awaited)
-    virtual void after_events() = 0;  // after a read or a delivery: let the ops act
+    virtual void after_events(FlowIndex flow) = 0;  // after a read or a delivery: let the ops act
     virtual void failed(std::string why) = 0;  // the peer broke the stream
     virtual void ended(IncomingFlow& flow) = 0;  // the peer closed it after every message
   };
@@ -76,7 +76,8 @@ class IncomingFlow final : private frame::Decoder::Callbacks, private NapGroup::
     // (copy_alignment.hpp).
     std::span<std::byte> read_buffer;
     // Work handed to the I/O thread from another (cross_posts.hpp): while any
-    // waits, a turn of reads ends after one. Null: turns of kReadsPerTurn.
+    // waits, a turn of reads ends once it read a full read's bytes (of
+    // read_buffer). Null: turns of kReadsPerTurn reads.
     const CrossPosts* posts = nullptr;
     std::uint64_t iterations = 0;
     Nanos realtime_offset = 0;  // CLOCK_REALTIME minus CLOCK_MONOTONIC

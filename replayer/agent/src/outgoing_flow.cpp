@@ -87,11 +87,13 @@ std::optional<Nanos> OutgoingFlow::send(const Action& a) {
 // asks for timestamps: two reports of each kind per message, not per write.
 // A flow that shares its I/O thread gives it to the others after
 // kWritesPerTurn writes and goes on from a posted handler (yield()); any flow
-// does after a write while work handed from another thread waits.
+// does once it wrote kMaxWrite bytes in the turn while work handed from another
+// thread waits (not sooner: ending turns after any write cost 16 flows of 4 KiB
+// messages on two I/O threads about 8% of their rate).
 bool OutgoingFlow::write_some() {
-  bool wrote = false;
+  Bytes turn_bytes = 0;  // written this turn
   for (int turn = 0;; ++turn) {
-    if (turn == writes_per_turn_ || (wrote && posts_ != nullptr && posts_->waiting())) {
+    if (turn == writes_per_turn_ || (turn_bytes >= kMaxWrite && posts_ != nullptr && posts_->waiting())) {
       yield();
       return false;
     }
@@ -136,7 +138,7 @@ bool OutgoingFlow::write_some() {
       return false;
     }
     if (stamps_ && (msg.msg_controllen > 0 || !stamp_control_)) ++stamped_writes_;
-    wrote = true;
+    turn_bytes += static_cast<Bytes>(w);
     first_write_ = false;
     cursor_.sent += static_cast<std::uint64_t>(w);
     Bytes took = static_cast<Bytes>(w);

@@ -99,9 +99,9 @@ class OutgoingFlow {
   // 20.4-38.3, median 37.6, taking turns (6 paired runs, docs/dataplane-analyses.md); as
   // iperf3 -P writes its streams. Alone on its thread a flow writes on: turns
   // cost a posted handler each, and one flow of 1 MiB messages taking them
-  // moved 7% less (median of 6 paired runs). Either way a turn ends after a
-  // write while work posted to the thread from another waits (`posts`, null
-  // where the agent has one thread: cross_posts.hpp).
+  // moved 7% less (median of 6 paired runs). Either way a turn ends once it
+  // wrote kMaxWrite bytes while work posted to the thread from another waits
+  // (`posts`, null where the agent has one thread: cross_posts.hpp).
   void share_thread(bool shared, const CrossPosts* posts = nullptr) {
     writes_per_turn_ = shared ? kWritesPerTurn : -1;
     posts_ = posts;
