@@ -5,15 +5,17 @@
 // posted and has not run yet, so that the thread's flows end their turns early
 // while any waits, once they moved 128 KiB in it (OutgoingFlow::write_some(),
 // IncomingFlow::read_some()): the handed work then waits for about one write or
-// read of each flow queued before it on that thread, not for a turn of each (up to
-// 4 writes of 128 KiB, or 16 reads).
+// read of each flow queued before it on that thread, not for a turn of each (4
+// writes of up to 128 KiB for a flow that shares the thread, the rest of its
+// message for one alone, or 16 reads).
 //
 // Without it, a flow on a thread other than the main one stood idle between two
 // messages for the round trip to the ops and back, each leg behind the turns
 // queued on its thread: four flows of 8 MiB messages on two I/O threads a side
-// waited a median 148-683 us between messages in 10 runs (p90 up to 1.3 ms), with
-// their sockets drained meanwhile, against 1 us for the flows of the main thread;
-// with it, 63-73 us (2026-12-07, docs/dataplane-analyses.md, Work between threads).
+// waited a median 155-172 us between messages in one run and 321-476 us in three
+// more (p90 up to 1.3 ms), with their sockets drained meanwhile, against 1 us for
+// the flows of the main thread; with it, 63-73 us in 5 of 6 flows of those three
+// (2026-12-07, docs/dataplane-analyses.md, Work between threads).
 //
 // post() from any thread; waiting() on the thread that runs the io_context.
 #pragma once

@@ -88,8 +88,9 @@ std::optional<Nanos> OutgoingFlow::send(const Action& a) {
 // A flow that shares its I/O thread gives it to the others after
 // kWritesPerTurn writes and goes on from a posted handler (yield()); any flow
 // does once it wrote kMaxWrite bytes in the turn while work handed from another
-// thread waits (not sooner: ending turns after any write cost 16 flows of 4 KiB
-// messages on two I/O threads about 8% of their rate).
+// thread waits (as an incoming flow's turn of reads does: a message in one
+// write leaves the turn at once whatever the count, a stamped message's short
+// first write does not).
 bool OutgoingFlow::write_some() {
   Bytes turn_bytes = 0;  // written this turn
   for (int turn = 0;; ++turn) {
