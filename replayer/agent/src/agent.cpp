@@ -347,13 +347,13 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
       // what ops wait for (pump()): an op that began to wait since is served
       // after the turns queued before it.
       void received(OpIndex op, std::uint32_t iteration, Nanos at) override {
-        agent.to_main(awaited(agent.p_.ops[op].flow), [ag = &agent, op, iteration, at] { ag->received(op, iteration, at); });
+        agent.to_main([ag = &agent, op, iteration, at] { ag->received(op, iteration, at); }, awaited(agent.p_.ops[op].flow));
       }
       // As the main thread last copied it (pump()): a flow may gather a read
       // while an op has just begun to wait, until its next look.
       bool awaited(FlowIndex flow) const override { return agent.awaited_[flow].load(std::memory_order_relaxed); }
       void after_events(FlowIndex flow) override {
-        agent.to_main(awaited(flow), [ag = &agent, flow] { ag->after_events(flow); });
+        agent.to_main([ag = &agent, flow] { ag->after_events(flow); }, awaited(flow));
       }
       void failed(std::string why) override {
         agent.to_main([ag = &agent, why = std::move(why)]() mutable { ag->failed(std::move(why)); });
@@ -385,11 +385,7 @@ class Agent final : private OutgoingFlow::Events, private IncomingFlow::Events {
   // Posts fn to the main thread from a worker: counted (cross_posts.hpp)
   // unless not `urgent`.
   template <typename F>
-  void to_main(F&& fn) {
-    to_main(true, std::forward<F>(fn));
-  }
-  template <typename F>
-  void to_main(bool urgent, F&& fn) {
+  void to_main(F&& fn, bool urgent = true) {
     if (urgent) {
       cross_posts_[0]->post(ctx_, std::forward<F>(fn));
     } else {

@@ -252,10 +252,10 @@ bool IncomingFlow::keep_looking() {
 // spin) and the rest of a long message is far off (read_nap.hpp): the socket
 // leaves the I/O loop's epoll, whose next arrival would wake the thread, until
 // the flow sleeps there again (wait_readable()), and the flow reads again when
-// the nap ends. Leaving and
-// coming back cost a system call each, once for a run of naps. Not where the
-// flow waits with a low-water mark (a pacing sender): the mark already makes
-// one wake-up of 128 KiB of a message, and a nap only delays its reads.
+// the nap ends. Leaving and coming back cost a system call each, once for a run
+// of naps. Not where the flow waits with a low-water mark (a pacing sender): the
+// mark already makes one wake-up of 128 KiB of a message, and a nap only delays
+// its reads.
 bool IncomingFlow::nap() {
   if (s_.naps == nullptr || use_low_water_) return false;
   const Nanos now = mono_now();
