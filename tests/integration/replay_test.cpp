@@ -439,7 +439,9 @@ bool replay_many_flows(const Profile& p, const std::string& profile, const std::
 // into send buffers that hold both: the first takes turns of kWritesPerTurn
 // writes with the second, so when its last byte is in the kernel the second's
 // message is mostly there too. Alone on its thread, a flow writes its message
-// whole within send(), unless work posted to the thread from another waits.
+// whole within send(), unless work posted to the thread from another waits: then
+// it writes kMaxWrite bytes, so a stamped message's short first write is not
+// the end of the turn.
 TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
   namespace asio = boost::asio;
   using tcp = asio::ip::tcp;
@@ -448,8 +450,9 @@ TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
   constexpr Bytes kMessage = 2 << 20;
   const std::string yaml = dir.path() + "/two.yaml";
   std::ofstream(yaml) << "version: 1\niterations: 2\nranks: [{id: 0}, {id: 1}]\n"
-                         "flows: [{id: a, src: 0, dst: 1}, {id: b, src: 0, dst: 1}]\n"
-                         "ops:\n  - {id: sa, type: send, flow: a, bytes: 2MiB}\n  - {id: sb, type: send, flow: b, bytes: 2MiB}\n";
+                         "flows: [{id: a, src: 0, dst: 1}, {id: b, src: 0, dst: 1}, {id: c, src: 0, dst: 1}]\n"
+                         "ops:\n  - {id: sa, type: send, flow: a, bytes: 2MiB}\n  - {id: sb, type: send, flow: b, bytes: 2MiB}\n"
+                         "  - {id: sc, type: send, flow: c, bytes: 2MiB}\n";
   const Profile p = load(yaml);
   asio::io_context io;
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
@@ -471,7 +474,7 @@ TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
   std::vector<std::unique_ptr<OutgoingFlow>> flows;
   std::vector<tcp::socket> peers;
   std::vector<int> fds;
-  for (FlowIndex f = 0; f < 2; ++f) {
+  for (FlowIndex f = 0; f < 3; ++f) {  // the third one's messages stamped
     tcp::socket s(io);
     s.connect(acceptor.local_endpoint());
     peers.push_back(acceptor.accept());
@@ -480,7 +483,7 @@ TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
     const int room = 16 << 20;
     ASSERT_EQ(::setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDBUFFORCE, &room, sizeof room), 0) << "needs root";
     flows.push_back(std::make_unique<OutgoingFlow>(io, p, ops, f, 0, payload, cursor, recorder.producer(0), events, 0));
-    ASSERT_EQ(flows.back()->attach(std::move(s), "peer", TxStampPolicy{}), "");
+    ASSERT_EQ(flows.back()->attach(std::move(s), "peer", TxStampPolicy{.on = f == 2}), "");
   }
   // What a flow's messages put in the kernel so far: acknowledged, and in its
   // socket not yet acknowledged.
@@ -491,7 +494,7 @@ TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
     EXPECT_EQ(::ioctl(fds[f], SIOCOUTQ, &unacked), 0);
     return static_cast<Bytes>(ti ? ti->bytes_acked : 0) + unacked;
   };
-  const Bytes base[2] = {queued(0), queued(1)};  // the handshake's sequence numbers
+  const Bytes base[3] = {queued(0), queued(1), queued(2)};  // the handshake's sequence numbers
   Bytes second_at_first = -1;
   events.on_sent = [&](OutgoingFlow& f) {
     if (f.flow() == 0) second_at_first = queued(1) - base[1];
@@ -524,16 +527,31 @@ TEST(OutgoingFlow, FlowsSharingAThreadTakeTurnsWithinAMessage) {
   EXPECT_GT(when_it_ran, kMessage);
   EXPECT_LE(when_it_ran, kMessage + frame::kHeaderSize + OutgoingFlow::kMaxWrite);  // the next header and a payload view
   EXPECT_EQ(queued(1) - base[1], 2 * kMessage);
+  // The same for a stamped message: its first write is short, and the second a
+  // full one ends the turn.
+  io.restart();
+  flows[2]->share_thread(false, &posts);
+  when_it_ran = -1;
+  std::thread([&] { posts.post(io, [&] { when_it_ran = queued(2) - base[2]; }); }).join();
+  EXPECT_FALSE(flows[2]->send(Action{Action::Kind::send, 2, 0, 0, 0}));
+  io.run();
+  EXPECT_FALSE(posts.waiting());
+  EXPECT_EQ(events.sent_order, (std::vector<FlowIndex>{0, 1, 1, 2}));
+  EXPECT_EQ(when_it_ran, frame::kHeaderSize + OutgoingFlow::kFirstWrite + OutgoingFlow::kMaxWrite);
+  EXPECT_EQ(queued(2) - base[2], kMessage);
   io.restart();
   for (auto& f : flows) f->close();
   io.run();
 }
 
-// An incoming flow reads up to kReadsPerTurn times a turn, but no more while
-// work posted to its thread from another waits (cross_posts.hpp): with a 2 MiB
-// message (16 reads) all in its socket, work posted during the first read runs
-// next and finds the rest still there; the flow then reads on and delivers it.
-TEST(IncomingFlow, WorkFromAnotherThreadWaitsForOneRead) {
+// An incoming flow reads up to kReadsPerTurn times a turn, but once it has read a
+// full read's bytes in the turn no more while work posted to its thread from
+// another waits (cross_posts.hpp). The first read of a 2 MiB message finds only
+// its first 4 KiB; then the rest lands and work is posted: the flow reads once
+// more (4 KiB is short of a full read), so the work finds all but that read
+// still in the socket. Yielding after any read would leave all of it there, and
+// not yielding would read on. The flow then reads on and delivers the message.
+TEST(IncomingFlow, WorkFromAnotherThreadWaitsForAFullReadsBytes) {
   namespace asio = boost::asio;
   using tcp = asio::ip::tcp;
   if (::geteuid() != 0) GTEST_SKIP() << "SO_RCVBUFFORCE needs root";
@@ -558,21 +576,26 @@ TEST(IncomingFlow, WorkFromAnotherThreadWaitsForOneRead) {
   std::vector<std::byte> message(static_cast<std::size_t>(kMessage));
   frame::encode_header({0, 0, static_cast<std::uint64_t>(kMessage)},
                        std::span<std::byte, frame::kHeaderSize>(message.data(), frame::kHeaderSize));
-  // All of it, without the flow reading: the receive buffer's room opens the window.
-  std::size_t written = 0;
-  for (int i = 0; i < 5000 && written < message.size(); ++i) {
-    const ssize_t n = ::send(tx.native_handle(), message.data() + written, message.size() - written, MSG_DONTWAIT);
-    if (n > 0) written += static_cast<std::size_t>(n);
-    else std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_EQ(written, message.size()) << "the peer's window did not open to the message";
   const auto queued = [rx_fd] {
     int n = -1;
     EXPECT_EQ(::ioctl(rx_fd, SIOCINQ, &n), 0);
     return static_cast<Bytes>(n);
   };
-  for (int i = 0; i < 1000 && queued() < kMessage; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ASSERT_EQ(queued(), kMessage);
+  // Up to `to` bytes of the message into the receiving socket, without the flow
+  // reading: the receive buffer's room opens the window.
+  std::size_t written = 0;
+  const auto send_until = [&](std::size_t to, Bytes read_so_far) {
+    for (int i = 0; i < 5000 && written < to; ++i) {
+      const ssize_t n = ::send(tx.native_handle(), message.data() + written, to - written, MSG_DONTWAIT);
+      if (n > 0) written += static_cast<std::size_t>(n);
+      else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const auto want = static_cast<Bytes>(to) - read_so_far;
+    for (int i = 0; i < 1000 && queued() < want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return written == to && queued() == want;
+  };
+  constexpr Bytes kFirst = 4 * kKiB;
+  ASSERT_TRUE(send_until(kFirst, 0)) << "the first 4 KiB did not land";
 
   struct Events : IncomingFlow::Events {
     asio::io_context& io;
@@ -604,9 +627,14 @@ TEST(IncomingFlow, WorkFromAnotherThreadWaitsForOneRead) {
   settings.posts = &posts;
   IncomingFlow flow(io, p, 0, 1, settings, seen, recorder.producer(0), events);
   flow.adopt(std::move(rx), "peer");
-  // Another thread hands the flow's thread work while the flow reads.
+  // After the first read the rest lands, and another thread hands the flow's
+  // thread work.
   Bytes left_when_it_ran = -1;
-  events.on_first_read = [&] { std::thread([&] { posts.post(io, [&] { left_when_it_ran = queued(); }); }).join(); };
+  bool rest_landed = false;
+  events.on_first_read = [&] {
+    rest_landed = send_until(message.size(), kFirst);
+    std::thread([&] { posts.post(io, [&] { left_when_it_ran = queued(); }); }).join();
+  };
   flow.read();
   asio::steady_timer deadline(io, std::chrono::seconds(10));
   deadline.async_wait([&](const boost::system::error_code& ec) {
@@ -617,9 +645,9 @@ TEST(IncomingFlow, WorkFromAnotherThreadWaitsForOneRead) {
   EXPECT_FALSE(posts.waiting());
   EXPECT_EQ(events.delivered, 1);
   EXPECT_EQ(flow.messages(), 1u);
+  ASSERT_TRUE(rest_landed) << "the rest of the message did not land";
   const Bytes one_read = static_cast<Bytes>(aligned_view_size(buffer.size()));
-  EXPECT_GE(left_when_it_ran, kMessage - one_read);
-  EXPECT_LT(left_when_it_ran, kMessage);
+  EXPECT_EQ(left_when_it_ran, kMessage - kFirst - one_read) << "one read after the short first one, then the work";
   flow.close();
 }
 

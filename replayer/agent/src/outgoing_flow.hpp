@@ -108,6 +108,7 @@ class OutgoingFlow {
   }
   static constexpr int kWritesPerTurn = 4;
   static constexpr Bytes kMaxWrite = 128 * kKiB;  // per sendmsg
+  static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in a stamped message's first write: bounds wire_first's lag
 
   bool connected() const { return connected_; }
   FlowIndex flow() const { return flow_; }
@@ -119,7 +120,6 @@ class OutgoingFlow {
 
  private:
   static constexpr std::size_t kRing = 4096;  // messages awaiting their ACK timestamp
-  static constexpr Bytes kFirstWrite = 64 * kKiB;  // payload in a stamped message's first write: bounds wire_first's lag
   // The kernel queues a flow's reports within the socket's receive buffer (128 KiB
   // in a sending socket) and drops what does not fit (sock_queue_err_skb). A flow
   // that always finds room in its socket never returns to the event loop that
