@@ -93,9 +93,16 @@ for ((k = 0; k < REPS; k++)); do
   wsends+=("$s")
 done
 echo "Cost per call (median of $REPS runs of 200000 calls): a 1-byte \`send\` on a loopback"
-echo "TCP connection takes $(median "${sends[@]}") ns plainly, $(median "${tsends[@]}") ns traced (the event: two clock"
+echo "TCP connection (in batches of 1000 with nothing waiting to read, each batch read back"
+echo "between them, untimed: a reader woken by each packet would be timed too) takes $(median "${sends[@]}") ns plainly, $(median "${tsends[@]}") ns traced (the event: two clock"
 echo "reads, one enqueue; TCP_INFO at most once a millisecond) and $(median "${wsends[@]}") ns traced with the wire"
 echo "tap on (each send is one packet the kernel copies to the tap: 200000 packets a run);"
 echo "\`write\` to /dev/null, not a socket, $(median "${writes[@]}") ns plainly and $(median "${twrites[@]}") ns with the shim"
 echo "loaded (one atomic load). Ranges: plain $(spread "${sends[@]}"), traced $(spread "${tsends[@]}"),"
 echo "with the tap $(spread "${wsends[@]}") ns."
+# Where the kernel isolates page tables without PCID, every system call flushes
+# the TLB: on such a machine the plain calls above cost several times more.
+if grep -q 'Mitigation: PTI' /sys/devices/system/cpu/vulnerabilities/meltdown 2> /dev/null && ! grep -qw pcid /proc/cpuinfo; then
+  echo "This machine's kernel isolates page tables (PTI) on a CPU without PCID, so every"
+  echo "system call flushes the TLB and costs more than where it does not."
+fi
