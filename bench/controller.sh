@@ -22,6 +22,7 @@ echo "300 ms after clock sync); collection is the last iteration to every result
 echo "written. The baseline starts N \`tensorwire --version\` processes and waits for"
 echo "them. Clock offsets are estimated on one kernel clock, where the truth is zero."
 echo
+quiet_table_start
 echo "| agents | setup | baseline: N processes | results collected | largest clock bound | largest offset |"
 echo "|---|---|---|---|---|---|"
 for n in 2 8 32; do
@@ -48,6 +49,7 @@ PY
   printf '| %d | %.0f ms | %.0f ms | %.1f ms | %.0f us | %.0f us |\n' $n "$(median "${setup[@]}")" \
     "$(awk "BEGIN {print $(median "${spawn[@]}") / 1000}")" "$(median "${collect[@]}")" "$(median "${bound[@]}")" "$(median "${offset[@]}")"
 done
+table_load
 echo
 echo "The start lead (300 ms) is a fixed part of setup: it leaves every agent time to"
 echo "arm its timer for the common instant."
@@ -70,6 +72,8 @@ echo "prepare and held until sent: 8192 ranks of a small ring took 1.9 GB); sync
 echo "synchronisation; setup adds the 300 ms start lead. \"whole profile to each\" is what"
 echo "sending every agent the whole profile would have taken."
 echo
+# After the 32 agents above: from a quiet machine again.
+quiet_table_start
 echo "| profile | agents | setup | per agent | prepare | join | connect | sync | sent at set-up | per agent | whole profile to each |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 "$tw" testbed down --name twctl > /dev/null 2>&1 || true
@@ -132,6 +136,7 @@ PY
 done
 done
 "$tw" testbed down --name twctl > /dev/null 2>&1 || true
+table_load
 echo
 echo "With 256 agents (64 per host, 128 a core) each run loads the machine itself, and"
 echo "the next run starts on the load average the one before left (its processes are"

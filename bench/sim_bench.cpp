@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   std::printf("take 16 and 8 bytes, not 24 and 12, without temporary arrays (2026-12-06, same machine, one run of the\n");
   std::printf("build before and one of the build of this table, one after the other, 1-minute load 0.30 at the start):\n");
   std::printf("the whole benchmark's peak memory went from 3.52 to 2.28 GB, and the 1024-rank row from 12.22 s to 7.24 s.\n\n");
+  std::string load_at_start = tw::bench::load1();
   std::printf("| ranks | ops | events | make the graph | simulate | events/s | heap floor | Executor-based | total (target < 10 s at 1024) |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const std::uint32_t n : {4u, 16u, 64u, 256u, 1024u}) {
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
 
+  tw::bench::print_table_load(load_at_start);
   std::printf("\nShared links: N workers (ranks 1 to N) each push 10 MB to rank 0, a parameter server\n");
   std::printf("whose egress and ingress are shared max-min at 10 Gb/s; two iterations. *Together*: every push\n");
   std::printf("starts at once (they also end together); *staggered*: worker k computes k us first, so every\n");
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
   std::printf("instant once (2026-12-06, same machine, one run each): `analyze` of 1000 one-message flows\n");
   std::printf("between two ranks (about 25 simulations) took 15.5 s and 57 MB, 2000 took 70 s; now 0.09 s\n");
   std::printf("and 0.20 s. Staggered starts still re-rate their group at every change (O(N) each).\n\n");
+  load_at_start = tw::bench::load1();
   std::printf("| pushes in flight | together: events | together | staggered | Executor-based together | Executor-based staggered |\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (const std::uint32_t n : {64u, 256u, 1024u, 4096u}) {
@@ -135,12 +138,15 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
 
+  tw::bench::print_table_load(load_at_start);
+
   // The diagnosis: its what-ifs on one thread against all the cores, alternating.
   const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
   std::printf("\nThe diagnosis (`analyze`): a synthesised job, 10 iterations, whose timeline is the Executor-based\n");
   std::printf("simulation of it (as `analyze` makes it for a profile without observed timings), diagnosed with its\n");
   std::printf("what-if simulations on one thread and on all %u cores (DiagnosisOptions::threads, `--threads`);\n", cores);
   std::printf("median of %d runs, alternating. The JSON of the two is compared, and the table says if it differs.\n\n", runs);
+  load_at_start = tw::bench::load1();
   std::printf("| job | ops per iteration | 1 thread | %u threads | speed-up | same result |\n", cores);
   std::printf("|---|---|---|---|---|---|\n");
   struct Job {
@@ -181,5 +187,6 @@ int main(int argc, char** argv) {
                 tw::bench::seconds_text(tn).c_str(), t1 / tn, one_json == all_json ? "yes" : "NO");
     std::fflush(stdout);
   }
+  tw::bench::print_table_load(load_at_start);
   return 0;
 }

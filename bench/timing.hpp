@@ -4,12 +4,27 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace tw::bench {
+
+// The 1-minute load average (/proc/loadavg), as bench/lib.sh's load1.
+inline std::string load1() {
+  std::string l;
+  std::ifstream("/proc/loadavg") >> l;
+  return l.empty() ? "?" : l;
+}
+
+// After a table of a fragment with several: the load it was measured at, as
+// bench/lib.sh's table_load says it (`at_start`: load1() before the table).
+inline void print_table_load(const std::string& at_start) {
+  std::printf("\n1-minute load average while this table was measured: %s at the start, %s at the end (nothing else ran).\n",
+              at_start.c_str(), load1().c_str());
+}
 
 // The middle value (the upper middle of an even count); 0 for none.
 inline double median(std::vector<double> v) {
